@@ -1,0 +1,17 @@
+"""graphc: a tracing graph compiler for Python numeric code (`tf.function`, done better)."""
+from . import config, errors, random
+from .dtypes import DType, as_dtype, float32, float64, int32, int64, bool_ as bool  # noqa: A001
+from .errors import RetracingWarning
+from .runtime import ops as _ops
+from .runtime.concrete import ConcreteFunction
+from .runtime.control_flow import cond, while_loop
+from .runtime.dispatch import constant, convert_to_tensor
+from .runtime.function import Function, function
+from .runtime.signature import TensorSpec
+from .runtime.tensor import Tensor
+from .runtime.variables import Variable
+
+globals().update(_ops.PUBLIC)
+print = _ops.PUBLIC["print"]  # noqa: A001  (gc.print is the graph print)
+
+__version__ = "0.1.0"

@@ -1,0 +1,17 @@
+"""graphc's exception types."""
+
+
+class GraphcError(Exception):
+    """Base class of graphc's own exceptions."""
+
+
+class OperatorNotAllowedInGraphError(GraphcError, TypeError):
+    """A symbolic tensor was used as a Python value (bool, iteration) while tracing."""
+
+
+class InvalidArgumentError(GraphcError, ValueError):
+    """A graph assertion failed, or a compiled function got bad runtime input."""
+
+
+class RetracingWarning(UserWarning):
+    """A gc.function keeps tracing new graphs; the message says which argument and the fix."""

@@ -1,0 +1,1 @@
+"""graphc runtime: tensors, the op registry, the graph IR, tracing, the function cache, executor."""

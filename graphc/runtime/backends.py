@@ -1,0 +1,47 @@
+"""Backends behind one interface: `compile(graph) -> run(list of inputs) -> list of outputs`."""
+from .executor import compile_graph
+
+
+class NumpyBackend:
+    """The reference interpreter: each op's numpy rule, in program order."""
+
+    name = "numpy"
+
+    @staticmethod
+    def available():
+        return True
+
+    @staticmethod
+    def compile(graph):
+        return compile_graph(graph)
+
+
+BACKENDS = {"numpy": NumpyBackend}
+AUTO_ORDER = ["numba", "numpy"]   # "auto" picks the first available
+
+
+def register_backend(backend):
+    BACKENDS[backend.name] = backend
+
+
+def check_backend(name):
+    if name == "auto":
+        return name
+    if name not in BACKENDS and name not in ("numba", "cuda"):
+        raise ValueError(f"unknown backend {name!r}; choose one of 'auto', 'numpy', 'numba', "
+                         "'cuda'")
+    return name
+
+
+def get_backend(name):
+    if name == "auto":
+        for n in AUTO_ORDER:
+            b = BACKENDS.get(n)
+            if b is not None and b.available():
+                return b
+    b = BACKENDS.get(name)
+    if b is None or not b.available():
+        have = ", ".join(n for n, b in BACKENDS.items() if b.available())
+        raise ValueError(f"backend {name!r} is not available in this build/machine; "
+                         f"available: {have}")
+    return b

@@ -1,0 +1,183 @@
+"""ConcreteFunction: one traced graph plus what is needed to call it with real tensors."""
+import os
+
+from .. import dtypes as _dt
+from . import signature as sig
+from .backends import get_backend
+from .context import building
+from .dispatch import convert_to_tensor, resolve
+from .graph import Graph
+from .tensor import Tensor
+from .types import ResourceType, TensorType
+from . import variables
+
+
+class _Slot:
+    """Where output number `index` goes in the returned structure."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index):
+        self.index = index
+
+
+def trace(fn, name, key, values, params, backend):
+    """Trace `fn` on placeholders built from `key`. Returns (ConcreteFunction, created_vars)."""
+    graph = Graph(name)
+    graph.resource_args = {}
+    sym = [_placeholders(graph, v, k, n) for n, v, k in zip(params.names, values, key)]
+    args, kwargs = params.rebuild(sym)
+    created = []
+    variables.creation_hooks.append(created.append)
+    try:
+        with building(graph):
+            result = fn(*args, **kwargs)
+            flat = []
+            structure = _flatten_outputs(graph, result, flat)
+    finally:
+        variables.creation_hooks.remove(created.append)
+    graph.outputs = flat
+    if os.environ.get("GRAPHC_VERIFY"):
+        from .verify import verify
+        verify(graph)
+    spec_args, spec_kwargs = params.rebuild([_to_specs(v, k) for v, k in zip(values, key)])
+    return ConcreteFunction(graph, structure, (tuple(spec_args), spec_kwargs), backend), created
+
+
+def _placeholders(graph, v, k, base):
+    tag = k[0]
+    if tag == sig.TENSOR:
+        return Tensor._symbolic(graph.add_input(TensorType(k[1], k[2]), base), graph)
+    if tag == sig.RESOURCE:
+        graph.resource_args[id(v)] = graph.add_input(ResourceType(k[1], k[2]), base)
+        return v
+    if tag in (sig.LIST, sig.TUPLE):
+        parts = [_placeholders(graph, x, kk, f"{base}_{i}") for i, (x, kk) in enumerate(zip(v, k[1]))]
+        return parts if tag == sig.LIST else tuple(parts)
+    if tag == sig.NAMED:
+        return k[1](*[_placeholders(graph, x, kk, f"{base}_{f}")
+                      for f, x, kk in zip(k[1]._fields, v, k[2])])
+    if tag == sig.DICT:
+        return {name: _placeholders(graph, v[name], kk, f"{base}_{name}") for name, kk in k[1]}
+    return v
+
+
+def _to_specs(v, k):
+    tag = k[0]
+    if tag == sig.TENSOR:
+        return sig.TensorSpec(k[2], k[1])
+    if tag in (sig.LIST, sig.TUPLE):
+        parts = [_to_specs(x, kk) for x, kk in zip(v, k[1])]
+        return parts if tag == sig.LIST else tuple(parts)
+    if tag == sig.NAMED:
+        return k[1](*[_to_specs(x, kk) for x, kk in zip(v, k[2])])
+    if tag == sig.DICT:
+        return {name: _to_specs(v[name], kk) for name, kk in k[1]}
+    return v
+
+
+def _flatten_outputs(graph, x, flat):
+    if x is None:
+        return None
+    if type(x) is Tensor or hasattr(x, "_as_tensor") or isinstance(x, (bool, int, float)):
+        t = convert_to_tensor(x)
+        flat.append(resolve(graph, t))
+        return _Slot(len(flat) - 1)
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*[_flatten_outputs(graph, v, flat) for v in x])
+    if isinstance(x, (list, tuple)):
+        return type(x)(_flatten_outputs(graph, v, flat) for v in x)
+    if isinstance(x, dict):
+        return {k: _flatten_outputs(graph, v, flat) for k, v in x.items()}
+    if hasattr(x, "_stack_for_output"):            # TensorArray
+        return _flatten_outputs(graph, x._stack_for_output(), flat)
+    raise TypeError(f"gc.function '{graph.name}' returned {type(x).__name__} {x!r}: compiled "
+                    "functions return tensors, Python numbers/bools, None, and lists, tuples, "
+                    "dicts or namedtuples of them")
+
+
+def _unflatten(structure, outs):
+    if type(structure) is _Slot:
+        return Tensor._concrete(outs[structure.index])
+    if structure is None:
+        return None
+    if isinstance(structure, tuple) and hasattr(structure, "_fields"):
+        return type(structure)(*[_unflatten(s, outs) for s in structure])
+    if isinstance(structure, (list, tuple)):
+        return type(structure)(_unflatten(s, outs) for s in structure)
+    return {k: _unflatten(s, outs) for k, s in structure.items()}
+
+
+class ConcreteFunction:
+    """One traced graph. Call it with the tensor arguments only (Python values are baked in)."""
+
+    def __init__(self, graph: Graph, structure, structured_input_signature, backend="auto"):
+        self.graph = graph
+        self._structure = structure
+        self.structured_input_signature = structured_input_signature
+        self._backend = get_backend(backend)
+        self._run = self._backend.compile(graph)
+        self._captures = [src._np if type(src) is Tensor else src for _, src in graph.captures]
+        self._single = type(structure) is _Slot
+
+    @property
+    def name(self):
+        return self.graph.name
+
+    @property
+    def inputs(self):
+        return [Tensor._symbolic(v, self.graph) for v in self.graph.all_inputs]
+
+    @property
+    def outputs(self):
+        return [Tensor._symbolic(v, self.graph) for v in self.graph.outputs]
+
+    @property
+    def variables(self):
+        return [src for _, src in self.graph.captures if hasattr(src, "_resolve_in")]
+
+    def _call_leaves(self, leaves):
+        outs = self._run(leaves + self._captures)
+        if self._single:
+            return Tensor._concrete(outs[self._structure.index])
+        return _unflatten(self._structure, outs)
+
+    def __call__(self, *args):
+        leaves = []
+        for a in args:
+            _flatten_args(a, leaves)
+        expected = self.graph.inputs
+        if len(leaves) != len(expected):
+            raise TypeError(f"ConcreteFunction {self.name} takes {len(expected)} tensor "
+                            f"arguments ({', '.join(map(repr, expected))}), got {len(leaves)}")
+        values = []
+        for v, x in zip(expected, leaves):
+            if isinstance(v.type, ResourceType):
+                if not hasattr(x, "_resolve_in") or x.dtype is not v.type.dtype:
+                    raise TypeError(f"ConcreteFunction {self.name}: input '{v.name}' expects a "
+                                    f"gc.Variable of {v.type}, got {x!r}")
+                values.append(x)
+                continue
+            t = convert_to_tensor(x, None if type(x) is Tensor else v.type.dtype)
+            if t.dtype is not v.type.dtype:
+                raise TypeError(f"ConcreteFunction {self.name}: input '{v.name}' expects "
+                                f"{v.type}, got {t.dtype.name}{list(t.shape)}")
+            if not sig.TensorSpec(v.type.shape, v.type.dtype).is_compatible_with(t):
+                raise ValueError(f"ConcreteFunction {self.name}: input '{v.name}' expects "
+                                 f"shape {v.type}, got {t.dtype.name}{list(t.shape)}")
+            values.append(t._np)
+        return self._call_leaves(values)
+
+    def __repr__(self):
+        return f"<gc.ConcreteFunction {self.name}{self.structured_input_signature}>"
+
+
+def _flatten_args(a, leaves):
+    if isinstance(a, (list, tuple)):
+        for x in a:
+            _flatten_args(x, leaves)
+    elif isinstance(a, dict):
+        for k in sorted(a, key=sig._sort_key):
+            _flatten_args(a[k], leaves)
+    else:
+        leaves.append(a)

@@ -1,0 +1,212 @@
+"""`bind`: the one place an op call either computes eagerly or appends a node to the graph."""
+import numbers
+
+import numpy as np
+
+from .. import dtypes as _dt
+from . import context
+from .context import _stack
+from .registry import REGISTRY
+from .tensor import Tensor, OPS
+from .types import TensorType, ResourceType
+
+
+def bind(type_, *inputs, **attrs):
+    """Apply primitive `type_` to tensors (or variables, for state ops) with static `attrs`.
+
+    Returns a Tensor for one output, a tuple for several, None for none.
+    """
+    opdef = REGISTRY[type_]
+    if _stack:
+        return _bind_graph(_stack[-1], opdef, inputs, attrs)
+    arrays = [_eager_value(x) for x in inputs]
+    out_types = opdef.infer([_eager_type(x) for x in inputs], **attrs)
+    result = opdef.numpy(*arrays, **attrs)
+    if not out_types:
+        return None
+    if len(out_types) == 1:
+        return Tensor._concrete(_fix(result, out_types[0]))
+    return tuple(Tensor._concrete(_fix(r, t)) for r, t in zip(result, out_types))
+
+
+def _fix(value, t):
+    """Make the numpy result carry exactly the inferred dtype (numpy sometimes widens)."""
+    dt = getattr(value, "dtype", None)
+    if dt is None or dt != t.dtype.np:
+        return np.asarray(value, dtype=t.dtype.np)
+    return value
+
+
+def _eager_value(x):
+    if type(x) is Tensor:
+        if x._np is None:
+            raise ValueError(
+                f"symbolic tensor '{x._sym.name}' was used outside the function that traced it "
+                "(a tensor leaked from a trace, e.g. stored on self or in a global). Return it "
+                "from the function instead.")
+        return x._np
+    return x  # variables and other runtime objects are passed by reference
+
+
+def _eager_type(x):
+    if type(x) is Tensor:
+        return TensorType(_dt.from_numpy(x._np.dtype), x._np.shape)
+    return x._graph_type()
+
+
+def _bind_graph(g, opdef, inputs, attrs):
+    values = [resolve(g, x) for x in inputs]
+    out_types = opdef.infer([v.type for v in values], **attrs)
+    op = g.add_op(opdef.type, values, attrs, out_types, context.user_location())
+    outs = [Tensor._symbolic(v, g) for v in op.outputs]
+    if not outs:
+        return None
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def resolve(g, x):
+    """The Value of graph `g` that stands for `x`, capturing it from outside when needed."""
+    if type(x) is Tensor:
+        if x._graph is g:
+            return x._sym
+        if x._np is None:
+            return _capture_symbolic(g, x)
+        if g.parent is not None:
+            return g.add_capture(resolve(g.parent, x), x.type)
+        return g.add_capture(x, x.type)   # closed-over tensor, fed by reference per call
+    return x._resolve_in(g)                 # Variable / TensorArray know how to capture themselves
+
+
+def _capture_symbolic(g, x):
+    if g.parent is None:
+        raise ValueError(
+            f"symbolic tensor '{x._sym.name}' belongs to another graph ('{x._graph.name}'): it "
+            "leaked from a different trace (kept on self, in a global, or in a Python list). "
+            "Pass it in as an argument or return it from the function that made it.")
+    outer = resolve(g.parent, x)
+    return g.add_capture(outer, outer.type, base=outer.name.split(".")[0])
+
+
+# -- conversion ------------------------------------------------------------------------
+
+def _python_dtype(value):
+    """TF's rules for Python data: bool -> bool, int -> int32 (int64 if too big), float -> float32."""
+    arr = np.asarray(value)
+    k = arr.dtype.kind
+    if k == "b":
+        return _dt.bool_
+    if k in "iu":
+        if arr.size and (arr.max() > 2**31 - 1 or arr.min() < -2**31):
+            return _dt.int64
+        return _dt.int32
+    if k == "f":
+        return _dt.float32
+    raise TypeError(f"cannot convert {value!r} to a tensor: unsupported element type "
+                    f"{arr.dtype} (graphc supports float32, float64, int32, int64, bool)")
+
+
+def _to_array(value, dtype):
+    """A numpy array of graphc dtype `dtype` (or inferred) from Python or numpy data."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        src = _dt.from_numpy(value.dtype)
+        if src is None:
+            if dtype is None:
+                raise TypeError(f"numpy dtype {value.dtype} is not supported by graphc; cast to "
+                                "float32, float64, int32, int64 or bool first")
+        if dtype is None:
+            return np.array(value, copy=True), src
+    elif dtype is None:
+        dtype = _python_dtype(value)
+    arr = np.asarray(value)
+    if arr.dtype == object:
+        raise TypeError(f"cannot convert {value!r} to a tensor: ragged or mixed data")
+    if dtype.is_integer and arr.dtype.kind == "f" and not np.all(np.mod(arr, 1) == 0):
+        raise TypeError(f"cannot convert {value!r} to a tensor of dtype {dtype.name}: it has a "
+                        "fractional part")
+    if dtype.is_integer and arr.dtype.kind in "iuf":
+        info = np.iinfo(dtype.np)
+        if arr.size and (arr.max() > info.max or arr.min() < info.min):
+            raise ValueError(f"cannot convert {value!r} to {dtype.name}: out of range")
+    return np.array(arr, dtype=dtype.np, copy=True), dtype
+
+
+def constant(value, dtype=None, name=None):
+    """A tensor holding `value` (Python data, numpy data or a tensor), cast to `dtype` if given.
+
+    Inside a traced function this is a `constant` node with the value baked in.
+    """
+    dtype = None if dtype is None else _dt.as_dtype(dtype)
+    if type(value) is Tensor or hasattr(value, "_graph_type"):
+        t = convert_to_tensor(value)
+        return t if dtype is None or t.dtype is dtype else bind("cast", t, dtype=dtype)
+    arr, _ = _to_array(value, dtype)
+    if _stack:
+        return bind("constant", value=arr)
+    return Tensor._concrete(arr)
+
+
+def convert_to_tensor(value, dtype=None, name=None):
+    """`value` as a Tensor. A tensor of another dtype than `dtype` is a TypeError (no casting)."""
+    if type(value) is Tensor:
+        if dtype is not None and value.dtype is not _dt.as_dtype(dtype):
+            raise TypeError(f"tensor of dtype {value.dtype.name} cannot be converted to "
+                            f"{_dt.as_dtype(dtype).name}; use gc.cast(x, {_dt.as_dtype(dtype)!r})")
+        return value
+    to_tensor = getattr(value, "_as_tensor", None)
+    if to_tensor is not None:
+        return convert_to_tensor(to_tensor(), dtype)
+    if isinstance(value, (list, tuple)) and any(_is_tensorish(v) for v in _leaves(value)):
+        return bind_stack(value, dtype)
+    return constant(value, dtype)
+
+
+def _is_tensorish(v):
+    return type(v) is Tensor or hasattr(v, "_as_tensor")
+
+
+def _leaves(value):
+    for v in value:
+        if isinstance(v, (list, tuple)):
+            yield from _leaves(v)
+        else:
+            yield v
+
+
+def bind_stack(values, dtype=None):
+    """A nested list mixing tensors and numbers, packed into one tensor (as tf.stack would)."""
+    parts = [bind_stack(v, dtype) if isinstance(v, (list, tuple)) else v for v in values]
+    return OPS["stack"](convert_like(parts, "convert_to_tensor"), axis=0)
+
+
+def convert_like(values, op_name):
+    """Convert op arguments TF-style: Python scalars take the dtype of the tensor arguments.
+
+    Tensors, variables and numpy arrays keep their dtypes (a mismatch is reported by the
+    op's type rule, naming both dtypes); plain Python data adopts the first of those dtypes.
+    """
+    anchor = None
+    for v in values:
+        if type(v) is Tensor or hasattr(v, "_as_tensor"):
+            anchor = v.dtype
+            break
+        if isinstance(v, (np.ndarray, np.generic)):
+            anchor = _dt.from_numpy(v.dtype)
+            break
+    out = []
+    for v in values:
+        if type(v) is Tensor:
+            out.append(v)
+        elif isinstance(v, (numbers.Number, list, tuple)) and not isinstance(v, np.generic) \
+                and anchor is not None:
+            try:
+                out.append(constant(v, anchor))
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"{op_name}: cannot use Python value {v!r} with a "
+                                f"{anchor.name} tensor ({e})") from None
+        else:
+            out.append(convert_to_tensor(v))
+    return out
+
+
+def is_number(v):
+    return isinstance(v, numbers.Number) and not isinstance(v, np.generic)

@@ -1,0 +1,78 @@
+"""The reference interpreter: runs a Graph with each op's numpy rule, in program order.
+
+A graph is compiled once into a flat list of steps over a slot array, so a call costs one
+Python-level loop iteration per op and nothing else.
+"""
+from functools import partial
+
+from ..errors import InvalidArgumentError
+from .registry import REGISTRY
+
+
+def _step(op, index):
+    impl = REGISTRY[op.type].numpy
+    fn = partial(impl, **op.attrs) if op.attrs else impl
+    ins = tuple(index[id(v)] for v in op.inputs)
+    outs = tuple(index.setdefault(id(v), len(index)) for v in op.outputs)
+    return fn, ins, outs, op
+
+
+def compile_graph(graph):
+    """Graph -> run(list_of_input_values) -> list_of_output_values (cached on the graph)."""
+    if graph._plan is not None:
+        return graph._plan
+    index = {}
+    for v in graph.all_inputs:
+        index[id(v)] = len(index)
+    n_in = len(index)
+    steps = [_step(op, index) for op in graph.operations]
+    out_idx = tuple(index[id(v)] for v in graph.outputs)
+    pad = [None] * (len(index) - n_in)
+    simple = tuple((fn, ins, outs[0]) for fn, ins, outs, _ in steps if len(outs) == 1)
+    if len(simple) == len(steps) and all(len(ins) == 2 for _, ins, _ in simple):
+        run = _binary_runner(simple, out_idx, pad)
+    else:
+        run = _general_runner(steps, out_idx, pad)
+    graph._plan = run
+    return run
+
+
+def _binary_runner(steps, out_idx, pad):
+    """Fast path for graphs made only of single-output two-input ops (arithmetic chains)."""
+    def run(args):
+        env = args + pad
+        for fn, (a, b), o in steps:
+            env[o] = fn(env[a], env[b])
+        return [env[i] for i in out_idx]
+    return run
+
+
+def _general_runner(steps, out_idx, pad):
+    def run(args):
+        env = args + pad
+        for fn, ins, outs, op in steps:
+            try:
+                r = fn(*[env[i] for i in ins])
+            except InvalidArgumentError:
+                raise
+            except Exception as e:  # noqa: BLE001 - re-raised with the op and user line
+                raise _runtime_error(op, e) from e
+            if len(outs) == 1:
+                env[outs[0]] = r
+            elif outs:
+                for o, x in zip(outs, r):
+                    env[o] = x
+        return [env[i] for i in out_idx]
+    return run
+
+
+def _runtime_error(op, e):
+    from .context import format_location
+    where = f" (created at {format_location(op.loc)})" if op.loc else ""
+    return InvalidArgumentError(f"{op.type} '{op.name}'{where} failed at run time: "
+                                f"{type(e).__name__}: {e}")
+
+
+def run_graph(graph, args):
+    """Run `graph` on a list of runtime values for its inputs followed by its captures."""
+    return compile_graph(graph)(list(args))

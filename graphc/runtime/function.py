@@ -1,0 +1,356 @@
+"""gc.function: trace once per input signature, cache the graph, run it on every call."""
+import functools
+import inspect
+import warnings
+import weakref
+
+from .. import config
+from ..errors import RetracingWarning
+from . import context, signature as sig
+from .concrete import ConcreteFunction, trace
+from .tensor import Tensor
+
+RETRACE_WARN_AFTER = 5
+
+
+class Function:
+    """A Python function compiled per input signature. Create it with `gc.function`."""
+
+    def __init__(self, python_function, input_signature=None, autograph=True,
+                 reduce_retracing=False, backend="auto", name=None, _bound_to=None):
+        from .backends import check_backend
+        self.python_function = python_function
+        self._backend = check_backend(backend)
+        self._autograph = autograph
+        self._reduce_retracing = reduce_retracing
+        self._name = name or getattr(python_function, "__name__", "function")
+        self._bound_to = _bound_to                 # weakref to the instance, for methods
+        self._cache = {}                           # exact key -> ConcreteFunction
+        self._general = []                         # (key with None dims, ConcreteFunction)
+        self._concrete = []                        # every kept trace, in trace order
+        self._keys = []                            # keys of the kept traces, in order
+        self._instances = {}                       # id(instance) -> bound Function
+        self._created_variables = False
+        self._warned = False
+        self._converted = None
+        self._signature = _param_info(python_function, skip_self=_bound_to is not None)
+        self.input_signature = None
+        if input_signature is not None:
+            self.input_signature = _check_input_signature(input_signature, self._signature)
+        functools.update_wrapper(self, python_function, updated=())
+
+    # -- calling ---------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if config._state["run_eagerly"] or context._stack:
+            return self._call_python(args, kwargs)   # inside another trace: inline the body
+        if kwargs or len(args) != self._signature.n_simple:
+            values = self._signature.canonicalize(args, kwargs, self._name)
+        else:
+            values = args
+        if self.input_signature is not None:
+            values = _conform(values, self.input_signature, self._signature.names, self._name)
+        leaves = []
+        key = tuple([sig.encode(v, leaves) for v in values])
+        cf = self._cache.get(key)
+        if cf is None:
+            cf = self._lookup_or_trace(key, values)
+        return cf._call_leaves(leaves)
+
+    def _call_python(self, args, kwargs):
+        fn = self._python_callable()
+        if config._state["run_eagerly"]:
+            return fn(*args, **kwargs)
+        return self._converted_callable()(*args, **kwargs)
+
+    def _python_callable(self):
+        if self._bound_to is None:
+            return self.python_function
+        inst = self._bound_to()
+        if inst is None:
+            raise ReferenceError(f"{self._name}: the instance it was bound to no longer exists")
+        return functools.partial(self.python_function, inst)
+
+    def _converted_callable(self):
+        if self._converted is None:
+            if self._autograph:
+                from ..autograph import convert_for_function
+                self._converted = convert_for_function(self.python_function)
+            else:
+                self._converted = self.python_function
+        if self._bound_to is None:
+            return self._converted
+        return functools.partial(self._converted, self._bound_to())
+
+    # -- the cache -------------------------------------------------------------------------
+    def _lookup_or_trace(self, key, values):
+        for general, cf in self._general:
+            if sig.matches(general, key):
+                self._cache[key] = cf
+                return cf
+        if self.input_signature is not None:
+            key = tuple(self.input_signature_key)
+        elif self._reduce_retracing:
+            for old in reversed(self._keys):
+                common = sig.generalize(old, key)
+                if common is not None and common != key:
+                    key = common
+                    break
+        cf = self._trace_and_keep(key, values)
+        return cf
+
+    @property
+    def input_signature_key(self):
+        return [sig.encode(s, []) for s in self.input_signature]
+
+    def _trace_and_keep(self, key, values):
+        cf = self._trace(key, values)
+        self._concrete.append(cf)
+        if self._keys:
+            self._maybe_warn(self._keys[-1], key)
+        self._keys.append(key)
+        self._cache[key] = cf
+        if any(_has_none_dim(k) for k in key):
+            self._general.append((key, cf))
+        return cf
+
+    def _trace(self, key, values):
+        """Trace, applying the create-variables-once rule (a second trace checks it)."""
+        fn = self._converted_callable()
+        cf, created = trace(fn, self._name, key, values, self._signature, self._backend)
+        if created:
+            if self._created_variables:
+                raise _variables_again(self._name)
+            self._created_variables = True
+            cf, created = trace(fn, self._name, key, values, self._signature, self._backend)
+            if created:
+                raise _variables_again(self._name)
+        return cf
+
+    def _maybe_warn(self, old, new):
+        if self._warned or len(self._concrete) - 1 < RETRACE_WARN_AFTER:
+            return
+        self._warned = True
+        warnings.warn(_retrace_message(self, old, new), RetracingWarning, stacklevel=4)
+
+    # -- introspection ---------------------------------------------------------------------
+    @property
+    def tracing_count(self):
+        return len(self._concrete)
+
+    def experimental_get_tracing_count(self):
+        return self.tracing_count
+
+    def concrete_functions(self):
+        return list(self._concrete)
+
+    def get_concrete_function(self, *args, **kwargs):
+        """The trace for these arguments (tensors or TensorSpecs), tracing it if needed."""
+        if not args and not kwargs and self.input_signature is not None:
+            args = tuple(self.input_signature)
+        values = self._signature.canonicalize(args, kwargs, self._name)
+        if self.input_signature is not None:
+            values = _conform(values, self.input_signature, self._signature.names, self._name)
+        key = tuple(sig.encode(v, []) for v in values)
+        cf = self._cache.get(key)
+        if cf is None:
+            for general, existing in self._general:
+                if sig.matches(general, key):
+                    return existing
+            cf = self._trace_and_keep(key, values)
+        return cf
+
+    # -- methods: one cache per instance ---------------------------------------------------
+    def __get__(self, instance, owner=None):
+        if instance is None or self._bound_to is not None:
+            return self
+        bound = self._instances.get(id(instance))
+        if bound is not None and bound._bound_to() is instance:
+            return bound
+        bound = Function(self.python_function, self.input_signature, self._autograph,
+                         self._reduce_retracing, self._backend, self._name,
+                         _bound_to=weakref.ref(instance))
+        self._instances[id(instance)] = bound
+        weakref.finalize(instance, self._instances.pop, id(instance), None)
+        return bound
+
+    def __repr__(self):
+        return f"<gc.function {self._name} (traces: {self.tracing_count})>"
+
+
+def function(func=None, input_signature=None, autograph=True, reduce_retracing=False,
+             backend="auto", name=None, jit_compile=None):
+    """Compile a Python function into graphs traced once per input signature.
+
+    Usable as `@gc.function`, `@gc.function(...)` or `gc.function(fn, ...)`.
+    """
+    def wrap(fn):
+        return Function(fn, input_signature, autograph, reduce_retracing, backend, name)
+    return wrap if func is None else wrap(func)
+
+
+# -- arguments ---------------------------------------------------------------------------
+
+class _ParamInfo:
+    """The Python signature, for turning (args, kwargs) into one canonical list of values."""
+
+    def __init__(self, fn, skip_self):
+        try:
+            params = list(inspect.signature(fn).parameters.values())
+        except (TypeError, ValueError):
+            params = [inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL)]
+        if skip_self and params:
+            params = params[1:]
+        self.params = params
+        self.names = [p.name for p in params]
+        kinds = {p.kind for p in params}
+        simple = all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+        self.n_simple = len(params) if simple else -1
+        self.has_var = bool(kinds & {inspect.Parameter.VAR_POSITIONAL,
+                                     inspect.Parameter.VAR_KEYWORD})
+        self.sig = inspect.Signature(params)
+
+    def canonicalize(self, args, kwargs, fname):
+        try:
+            bound = self.sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{fname}(): {e}") from None
+        bound.apply_defaults()
+        out = []
+        for p in self.params:
+            v = bound.arguments[p.name]
+            if p.kind is p.VAR_POSITIONAL:
+                v = tuple(v)
+            elif p.kind is p.VAR_KEYWORD:
+                v = dict(v)
+            out.append(v)
+        return out
+
+    def rebuild(self, values):
+        """canonical values -> (args, kwargs) to call the Python function with."""
+        args, kwargs = [], {}
+        for p, v in zip(self.params, values):
+            if p.kind is p.VAR_POSITIONAL:
+                args.extend(v)
+            elif p.kind is p.VAR_KEYWORD:
+                kwargs.update(v)
+            elif p.kind is p.KEYWORD_ONLY:
+                kwargs[p.name] = v
+            else:
+                args.append(v)
+        return args, kwargs
+
+    def arg_names(self):
+        return self.names
+
+
+def _param_info(fn, skip_self):
+    return _ParamInfo(fn, skip_self)
+
+
+def _check_input_signature(specs, params):
+    specs = list(specs)
+    for s in specs:
+        if not isinstance(s, sig.TensorSpec):
+            raise TypeError(f"input_signature must be a list of gc.TensorSpec, got {s!r}")
+    if params.has_var or len(specs) > len(params.params):
+        if not params.has_var:
+            raise TypeError(f"input_signature has {len(specs)} specs but the function takes "
+                            f"{len(params.params)} arguments")
+    return specs
+
+
+def _conform(values, specs, names, fname):
+    """Check (and convert Python data) for a call of a function with an input_signature."""
+    from .dispatch import constant
+    if len(values) != len(specs):
+        raise TypeError(f"{fname}() has input_signature of {len(specs)} tensors but was called "
+                        f"with {len(values)} arguments")
+    out = []
+    for name, v, spec in zip(names, values, specs):
+        if isinstance(v, sig.TensorSpec):
+            out.append(spec)
+            continue
+        if type(v) is Tensor or hasattr(v, "dtype") and hasattr(v, "shape"):
+            dtype = getattr(v, "dtype")
+            from .. import dtypes as _dt
+            if _dt.as_dtype(dtype) is not spec.dtype:
+                raise TypeError(f"{fname}(): argument '{name}' has dtype "
+                                f"{_dt.as_dtype(dtype).name} but input_signature expects "
+                                f"{spec!r}")
+            t = v if type(v) is Tensor else constant(v, spec.dtype)
+        else:
+            try:
+                t = constant(v, spec.dtype)
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"{fname}(): argument '{name}'={v!r} cannot be converted for "
+                                f"input_signature {spec!r}: {e}") from None
+        if not spec.is_compatible_with(t):
+            raise ValueError(f"{fname}(): argument '{name}' has shape {list(t.shape)} which "
+                             f"does not match input_signature {spec!r}")
+        out.append(t)
+    return out
+
+
+def _has_none_dim(k):
+    tag = k[0]
+    if tag in (sig.TENSOR, sig.RESOURCE):
+        return None in k[2]
+    if tag in (sig.LIST, sig.TUPLE):
+        return any(_has_none_dim(x) for x in k[1])
+    if tag == sig.NAMED:
+        return any(_has_none_dim(x) for x in k[2])
+    if tag == sig.DICT:
+        return any(_has_none_dim(x) for _, x in k[1])
+    return False
+
+
+def _variables_again(name):
+    return ValueError(
+        f"{name}() created a gc.Variable on a trace after its first. gc.function allows "
+        "creating variables only once, as tf.function does: create them outside the function, "
+        "or guard the creation (`if self.w is None: self.w = gc.Variable(...)`) so that only "
+        "the first trace makes them.")
+
+
+def _retrace_message(f, old, new):
+    names = f._signature.names
+    diff = None
+    for name, a, b in zip(names, old, new):
+        diff = sig.first_difference(a, b, name)
+        if diff:
+            break
+    head = (f"gc.function '{f._name}' has been traced {f.tracing_count} times; every retrace "
+            "costs a full trace and compile.")
+    if diff is None:
+        return head
+    path, a, b = diff
+    change = f" Argument {path} keeps changing: {path}: {sig.describe(a)} -> {sig.describe(b)}."
+    if a[0] == sig.TENSOR and b[0] == sig.TENSOR and a[1] is b[1] and len(a[2]) == len(b[2]):
+        specs = _suggest_specs(f, new, a, b)
+        fix = (f" Fix: input_signature=[{specs}], or reduce_retracing=True."
+               if specs else " Fix: reduce_retracing=True.")
+    elif a[0] == sig.PY:
+        fix = (f" It is a Python {b[1].__name__}, and each new value traces a new graph. Fix: "
+               f"pass it as a tensor (gc.constant(...)) so its value is not baked in.")
+    elif a[0] == sig.OBJ:
+        fix = (" It is a Python object keyed by identity, and it is a new object on every call. "
+               "Fix: reuse one object, or pass its tensors as arguments.")
+    else:
+        fix = " Fix: keep the argument's structure and dtypes fixed between calls."
+    return head + change + fix
+
+
+def _suggest_specs(f, new, a, b):
+    """A ready-to-paste input_signature when every argument is a plain tensor."""
+    if not all(k[0] == sig.TENSOR for k in new):
+        return None
+    generalized = []
+    for keys in zip(*f._keys, new):
+        shape = keys[0][2]
+        for k in keys[1:]:
+            if len(k[2]) != len(shape):
+                return None
+            shape = tuple(x if x == y else None for x, y in zip(shape, k[2]))
+        dims = ", ".join("None" if d is None else str(d) for d in shape)
+        generalized.append(f"gc.TensorSpec([{dims}], gc.{keys[0][1].name})")
+    return ", ".join(generalized)

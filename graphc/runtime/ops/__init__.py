@@ -1,0 +1,17 @@
+"""The op families. Importing this registers every primitive and publishes the public functions."""
+from ..tensor import OPS
+from . import creation, elementwise, io, random  # noqa: F401
+
+PUBLIC = {}
+for _family in (creation, elementwise, io):
+    PUBLIC.update(_family.PUBLIC)
+
+for _extra in ("reduce", "shape", "linalg"):
+    try:
+        _mod = __import__(f"{__name__}.{_extra}", fromlist=["PUBLIC"])
+        PUBLIC.update(_mod.PUBLIC)
+    except ModuleNotFoundError as _e:
+        if _e.name != f"{__name__}.{_extra}":
+            raise
+
+OPS.update(PUBLIC)

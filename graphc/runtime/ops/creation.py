@@ -1,0 +1,132 @@
+"""Tensor creation: constants, fills, ranges and identities."""
+import numpy as np
+
+from ... import dtypes as _dt
+from ..dispatch import bind, constant, convert_to_tensor, is_number
+from ..registry import register, ELEMENTWISE, OPAQUE
+from ..tensor import Tensor
+from ._rules import NUMERIC, check_kind, tensor
+
+
+register("constant", lambda types, value: [tensor(_dt.from_numpy(value.dtype), value.shape)],
+         lambda value: value, kind=OPAQUE, nondiff=True)
+
+
+def _static_shape(op, shape):
+    """A shape argument as a tuple of non-negative ints (lists, tuples and concrete tensors)."""
+    if type(shape) is Tensor:
+        if shape.is_symbolic:
+            return None
+        shape = shape.numpy().tolist()
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        dims = tuple(int(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"{op}: shape must be a list of ints or an int tensor, got {shape!r}") \
+            from None
+    if any(d < 0 for d in dims):
+        raise ValueError(f"{op}: shape {list(dims)} has a negative dimension")
+    return dims
+
+
+def _fill_infer(types, shape):
+    v = types[0]
+    if v.shape != ():
+        raise ValueError(f"fill: value must be a scalar, got {v}")
+    return [tensor(v.dtype, shape)]
+
+
+register("fill", _fill_infer, lambda v, shape: np.full(shape, v), kind=ELEMENTWISE,
+         scalar="{0}", nondiff=False)
+
+
+def fill(dims, value, name=None):
+    """A tensor of shape `dims` with every element equal to `value` (its dtype)."""
+    shape = _static_shape("fill", dims)
+    value = convert_to_tensor(value)
+    if shape is None:
+        return bind("broadcast_to", value, convert_to_tensor(dims))
+    return bind("fill", value, shape=shape)
+
+
+def zeros(shape, dtype=_dt.float32, name=None):
+    """A tensor of zeros."""
+    return fill(shape, constant(0, _dt.as_dtype(dtype)))
+
+
+def ones(shape, dtype=_dt.float32, name=None):
+    """A tensor of ones."""
+    return fill(shape, constant(1, _dt.as_dtype(dtype)))
+
+
+def _like(op, x, value, dtype):
+    x = convert_to_tensor(x)
+    dtype = x.dtype if dtype is None else _dt.as_dtype(dtype)
+    if None not in x.shape:
+        return fill(x.shape, constant(value, dtype))
+    return bind("broadcast_to", constant(value, dtype), bind("shape", x))
+
+
+def zeros_like(input, dtype=None, name=None):
+    """Zeros with the shape (and by default the dtype) of `input`."""
+    return _like("zeros_like", input, 0, dtype)
+
+
+def ones_like(input, dtype=None, name=None):
+    """Ones with the shape (and by default the dtype) of `input`."""
+    return _like("ones_like", input, 1, dtype)
+
+
+def _range_infer(types):
+    for t in types:
+        check_kind("range", t, NUMERIC)
+        if t.shape != ():
+            raise ValueError(f"range: start, limit and delta must be scalars, got {t}")
+    return [tensor(types[0].dtype, (None,))]
+
+
+def _range_impl(start, limit, delta):
+    if delta == 0:
+        from ...errors import InvalidArgumentError
+        raise InvalidArgumentError("range: delta must not be zero")
+    return np.arange(start, limit, delta, dtype=np.asarray(start).dtype)
+
+
+register("range", _range_infer, _range_impl, kind=OPAQUE, nondiff=True)
+
+
+def range(start, limit=None, delta=1, dtype=None, name="range"):
+    """Numbers from `start` (inclusive) to `limit` (exclusive) by `delta`, like tf.range.
+
+    int arguments give int32, any float argument gives float32, unless `dtype` is set.
+    """
+    if limit is None:
+        start, limit = 0, start
+    args = (start, limit, delta)
+    if dtype is None:
+        tensors = [a for a in args if not is_number(a)]
+        if tensors:
+            dtype = convert_to_tensor(tensors[0]).dtype
+        elif any(isinstance(a, float) for a in args):
+            dtype = _dt.float32
+        else:
+            dtype = _dt.int32
+    dtype = _dt.as_dtype(dtype)
+    if all(is_number(a) for a in args):
+        if delta == 0:
+            raise ValueError("range: delta must not be zero")
+        return constant(np.arange(start, limit, delta).astype(dtype.np), dtype)
+    from .elementwise import cast
+    return bind("range", *(cast(convert_to_tensor(a), dtype) if not is_number(a)
+                           else constant(a, dtype) for a in args))
+
+
+def eye(num_rows, num_columns=None, dtype=_dt.float32, name=None):
+    """The identity matrix (num_rows x num_columns)."""
+    dtype = _dt.as_dtype(dtype)
+    return constant(np.eye(num_rows, num_columns, dtype=dtype.np), dtype)
+
+
+PUBLIC = dict(fill=fill, zeros=zeros, ones=ones, zeros_like=zeros_like, ones_like=ones_like,
+              range=range, eye=eye)

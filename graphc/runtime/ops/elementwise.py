@@ -1,0 +1,170 @@
+"""Elementwise primitives (with broadcasting) and the public functions built on them."""
+import math
+
+import numpy as np
+
+from ... import dtypes as _dt
+from ..dispatch import bind, convert_like, convert_to_tensor
+from ..registry import register, ELEMENTWISE
+from ._rules import (FLOAT, NUMERIC, INTEGER, BOOL, ANY, check_kind, same_dtype,
+                     broadcast_shapes, tensor)
+
+
+def _quiet(fn):
+    """numpy impl that gives inf/nan like TF instead of emitting RuntimeWarnings."""
+    def impl(*a):
+        with np.errstate(all="ignore"):
+            return fn(*a)
+    return impl
+
+
+def _unary(name, np_fn, scalar, kind=NUMERIC):
+    def infer(types):
+        check_kind(name, types[0], kind)
+        return [types[0]]
+    register(name, infer, np_fn, kind=ELEMENTWISE, scalar=scalar)
+
+
+def _binary(name, np_fn, scalar, kind=NUMERIC, out=None):
+    """out: None (same dtype as inputs), a DType, or a callable dtype -> dtype."""
+    def infer(types):
+        dtype = same_dtype(name, types)
+        for t in types:
+            check_kind(name, t, kind)
+        shape = broadcast_shapes(name, *(t.shape for t in types))
+        res = dtype if out is None else (out(dtype) if callable(out) else out)
+        return [tensor(res, shape)]
+    register(name, infer, np_fn, kind=ELEMENTWISE, scalar=scalar)
+
+
+# -- arithmetic -------------------------------------------------------------------------
+_binary("add", np.add, "({0} + {1})")
+_binary("subtract", np.subtract, "({0} - {1})")
+_binary("multiply", np.multiply, "({0} * {1})")
+_binary("divide", _quiet(np.true_divide), "({0} / {1})",
+        out=lambda d: d if d.is_floating else _dt.float64)
+_binary("floordiv", _quiet(np.floor_divide), "({0} // {1})")
+_binary("mod", _quiet(np.mod), "({0} % {1})")
+_binary("pow", _quiet(np.power), "({0} ** {1})")
+_binary("maximum", np.maximum, "max({0}, {1})")
+_binary("minimum", np.minimum, "min({0}, {1})")
+
+_unary("negative", np.negative, "(-{0})")
+_unary("abs", np.abs, "abs({0})")
+_unary("sign", np.sign, "sign({0})")
+_unary("square", np.square, "({0} * {0})")
+_unary("exp", _quiet(np.exp), "exp({0})", FLOAT)
+_unary("log", _quiet(np.log), "log({0})", FLOAT)
+_unary("log1p", _quiet(np.log1p), "log1p({0})", FLOAT)
+_unary("sqrt", _quiet(np.sqrt), "sqrt({0})", FLOAT)
+_unary("rsqrt", _quiet(lambda x: 1 / np.sqrt(x)), "(1 / sqrt({0}))", FLOAT)
+_unary("sin", np.sin, "sin({0})", FLOAT)
+_unary("cos", np.cos, "cos({0})", FLOAT)
+_unary("tan", _quiet(np.tan), "tan({0})", FLOAT)
+_unary("tanh", np.tanh, "tanh({0})", FLOAT)
+_unary("floor", np.floor, "floor({0})", FLOAT)
+_unary("ceil", np.ceil, "ceil({0})", FLOAT)
+_unary("round", np.round, "rint({0})", FLOAT)
+
+
+_erf_ufunc = []
+
+
+def _erf(x):
+    """numpy has no erf: compile math.erf into a ufunc once, on first use."""
+    if not _erf_ufunc:
+        import numba
+        _erf_ufunc.append(numba.vectorize(["float32(float32)", "float64(float64)"])(
+            lambda v: math.erf(v)))
+    return _erf_ufunc[0](x)
+
+
+_unary("erf", _erf, "erf({0})", FLOAT)
+
+# -- comparison and logic ---------------------------------------------------------------
+for _name, _fn, _sym in [("equal", np.equal, "=="), ("not_equal", np.not_equal, "!="),
+                         ("less", np.less, "<"), ("less_equal", np.less_equal, "<="),
+                         ("greater", np.greater, ">"), ("greater_equal", np.greater_equal, ">=")]:
+    _binary(_name, _fn, f"({{0}} {_sym} {{1}})", kind=ANY if _sym in "==!=" else NUMERIC,
+            out=_dt.bool_)
+_binary("logical_and", np.logical_and, "({0} and {1})", kind=BOOL)
+_binary("logical_or", np.logical_or, "({0} or {1})", kind=BOOL)
+_unary("logical_not", np.logical_not, "(not {0})", BOOL)
+
+
+def _where_infer(types):
+    c, x, y = types
+    check_kind("where", c, BOOL, "condition")
+    dtype = same_dtype("where", [x, y])
+    return [tensor(dtype, broadcast_shapes("where", c.shape, x.shape, y.shape))]
+
+
+register("where", _where_infer, np.where, kind=ELEMENTWISE, scalar="({1} if {0} else {2})")
+
+
+def _cast_infer(types, dtype):
+    if types[0].kind != "tensor":
+        raise TypeError(f"cast: input must be a tensor, got {types[0]}")
+    return [tensor(dtype, types[0].shape)]
+
+
+register("cast", _cast_infer, lambda x, dtype: np.asarray(x).astype(dtype.np),
+         kind=ELEMENTWISE, scalar="{dtype}({0})")
+
+
+# -- public functions -------------------------------------------------------------------
+def _public_binary(name):
+    def fn(x, y, name=None):
+        a, b = convert_like([x, y], fn.__name__)
+        return bind(fn.__name__, a, b)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise `{name}` of two tensors, with numpy broadcasting."
+    return fn
+
+
+def _public_unary(name):
+    def fn(x, name=None):
+        return bind(fn.__name__, convert_to_tensor(x))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise `{name}`."
+    return fn
+
+
+_BINARY = ["add", "subtract", "multiply", "divide", "floordiv", "mod", "pow", "maximum",
+           "minimum", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+           "logical_and", "logical_or"]
+_UNARY = ["negative", "abs", "sign", "square", "exp", "log", "log1p", "sqrt", "rsqrt", "sin",
+          "cos", "tan", "tanh", "floor", "ceil", "round", "erf", "logical_not"]
+PUBLIC = {n: _public_binary(n) for n in _BINARY}
+PUBLIC.update({n: _public_unary(n) for n in _UNARY})
+
+
+def where(condition, x, y, name=None):
+    """Elementwise select: `x` where `condition` is true, else `y` (all three broadcast)."""
+    c = convert_to_tensor(condition)
+    a, b = convert_like([x, y], "where")
+    return bind("where", c, a, b)
+
+
+def cast(x, dtype, name=None):
+    """`x` converted elementwise to `dtype` (float -> int truncates toward zero, as in TF)."""
+    dtype = _dt.as_dtype(dtype)
+    x = convert_to_tensor(x)
+    if x.dtype is dtype:
+        return x
+    return bind("cast", x, dtype=dtype)
+
+
+def sigmoid(x, name=None):
+    """1 / (1 + exp(-x)), a composite of primitives."""
+    x = convert_to_tensor(x)
+    return PUBLIC["divide"](1.0, PUBLIC["add"](1.0, PUBLIC["exp"](PUBLIC["negative"](x))))
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+    """min(max(t, lo), hi) elementwise."""
+    t = convert_to_tensor(t)
+    return PUBLIC["minimum"](PUBLIC["maximum"](t, clip_value_min), clip_value_max)
+
+
+PUBLIC.update(where=where, cast=cast, sigmoid=sigmoid, clip_by_value=clip_by_value)

@@ -1,0 +1,80 @@
+"""gc.random: stateful random ops that draw fresh numbers on every call of a compiled function.
+
+A global numpy Generator feeds the ops; `set_seed` resets it so whole runs are reproducible.
+An op-level `seed` gives that op its own stream (derived from the global seed and its own).
+"""
+import numpy as np
+
+from ... import dtypes as _dt
+from ..dispatch import bind, convert_to_tensor
+from ..registry import register, RANDOM
+from ._rules import FLOAT, check_kind, tensor
+
+_state = {"seed": None, "rng": np.random.default_rng(), "streams": {}}
+
+
+def set_seed(seed):
+    """Make every later random op reproducible (like tf.random.set_seed)."""
+    _state["seed"] = int(seed)
+    _state["rng"] = np.random.default_rng(int(seed))
+    _state["streams"] = {}
+
+
+def _generator(seed):
+    if seed is None:
+        return _state["rng"]
+    stream = _state["streams"].get(seed)
+    if stream is None:
+        stream = np.random.default_rng([_state["seed"] or 0, int(seed)])
+        _state["streams"][seed] = stream
+    return stream
+
+
+def _infer(name):
+    def infer(types, shape, dtype, seed):
+        for t in types:
+            check_kind(name, t, FLOAT)
+            if t.shape != ():
+                raise ValueError(f"{name}: parameters must be scalars, got {t}")
+        if not dtype.is_floating:
+            raise TypeError(f"{name}: dtype must be float32 or float64, got {dtype.name}")
+        return [tensor(dtype, shape)]
+    return infer
+
+
+def _normal(mean, stddev, shape, dtype, seed):
+    z = _generator(seed).standard_normal(shape, dtype=dtype.np)
+    return (z * stddev + mean).astype(dtype.np, copy=False)
+
+
+def _uniform(lo, hi, shape, dtype, seed):
+    u = _generator(seed).random(shape, dtype=dtype.np)
+    return (u * (hi - lo) + lo).astype(dtype.np, copy=False)
+
+
+register("random_normal", _infer("random.normal"), _normal, kind=RANDOM, effectful=True,
+         nondiff=True)
+register("random_uniform", _infer("random.uniform"), _uniform, kind=RANDOM, effectful=True,
+         nondiff=True)
+
+
+def _shape(shape):
+    from .creation import _static_shape
+    s = _static_shape("random", shape)
+    if s is None:
+        raise ValueError("gc.random: shape must be static (a list of ints)")
+    return s
+
+
+def normal(shape, mean=0.0, stddev=1.0, dtype=_dt.float32, seed=None, name=None):
+    """Samples from N(mean, stddev^2); fresh on every call of a compiled function."""
+    dtype = _dt.as_dtype(dtype)
+    return bind("random_normal", convert_to_tensor(mean, dtype), convert_to_tensor(stddev, dtype),
+                shape=_shape(shape), dtype=dtype, seed=seed)
+
+
+def uniform(shape, minval=0.0, maxval=1.0, dtype=_dt.float32, seed=None, name=None):
+    """Samples from U[minval, maxval); fresh on every call of a compiled function."""
+    dtype = _dt.as_dtype(dtype)
+    return bind("random_uniform", convert_to_tensor(minval, dtype),
+                convert_to_tensor(maxval, dtype), shape=_shape(shape), dtype=dtype, seed=seed)

@@ -1,0 +1,196 @@
+"""gc.Tensor: an immutable value, either concrete (numpy-backed) or symbolic (a graph Value)."""
+import numpy as np
+
+from .. import dtypes as _dt
+from ..errors import OperatorNotAllowedInGraphError
+from . import context
+from .types import TensorType
+
+# The public op functions, filled in by graphc.ops once loaded (operators dispatch to them).
+OPS = {}
+
+
+class Tensor:
+    """An immutable tensor. Concrete tensors hold a numpy value; symbolic ones, a graph Value."""
+
+    __slots__ = ("_np", "_sym", "_graph", "__weakref__")
+    __array_ufunc__ = None   # numpy defers `ndarray + Tensor` to our reflected operators
+    __hash__ = None          # `==` is elementwise, as in TF; key tensors by id() instead
+
+    # -- construction ------------------------------------------------------------------
+    @staticmethod
+    def _concrete(value):
+        t = Tensor.__new__(Tensor)
+        t._np = value
+        t._sym = None
+        t._graph = None
+        return t
+
+    @staticmethod
+    def _symbolic(value, graph):
+        t = Tensor.__new__(Tensor)
+        t._np = None
+        t._sym = value
+        t._graph = graph
+        return t
+
+    def __init__(self, *a, **k):
+        raise TypeError("gc.Tensor is not built directly; use gc.constant(value) or "
+                        "gc.convert_to_tensor(value)")
+
+    # -- metadata ----------------------------------------------------------------------
+    @property
+    def is_symbolic(self):
+        return self._np is None
+
+    @property
+    def type(self):
+        if self._np is None:
+            return self._sym.type
+        return TensorType(_dt.from_numpy(self._np.dtype), self._np.shape)
+
+    @property
+    def shape(self):
+        return self._sym.type.shape if self._np is None else self._np.shape
+
+    @property
+    def dtype(self):
+        return self._sym.type.dtype if self._np is None else _dt.from_numpy(self._np.dtype)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def name(self):
+        return self._sym.name if self._np is None else None
+
+    @property
+    def graph(self):
+        return self._graph
+
+    # -- conversion --------------------------------------------------------------------
+    def numpy(self):
+        """The value as a numpy array (a copy: tensors are immutable)."""
+        if self._np is None:
+            raise _not_allowed(self, "`.numpy()`", "return the tensor from the function, or use "
+                               "gc.print(t) to see its value on every call")
+        v = self._np
+        return v.copy() if isinstance(v, np.ndarray) else v
+
+    def __array__(self, dtype=None, copy=None):
+        if self._np is None:
+            raise _not_allowed(self, "conversion to a numpy array",
+                               "use graphc ops (gc.*) inside compiled functions")
+        a = np.asarray(self._np)
+        return a if dtype is None else a.astype(dtype)
+
+    def __bool__(self):
+        if self._np is None:
+            raise _not_allowed(self, "a Python `bool`",
+                               "use gc.cond(pred, true_fn, false_fn), or keep autograph=True "
+                               "so `if`/`while` on tensors are converted")
+        return bool(self._np)
+
+    def __float__(self):
+        if self._np is None:
+            raise _not_allowed(self, "a Python `float`", "keep it a tensor inside the function")
+        return float(self._np)
+
+    def __int__(self):
+        if self._np is None:
+            raise _not_allowed(self, "a Python `int`", "keep it a tensor inside the function")
+        return int(self._np)
+
+    def __index__(self):
+        if self._np is None or not self.dtype.is_integer or self._np.ndim:
+            if self._np is None:
+                raise _not_allowed(self, "a Python index", "use gc.gather or tensor slicing")
+            raise TypeError(f"only scalar integer tensors can be used as an index, "
+                            f"got {self.dtype.name}{list(self.shape)}")
+        return int(self._np)
+
+    def __len__(self):
+        shape = self.shape
+        if not shape:
+            raise TypeError("len() of a scalar tensor")
+        if shape[0] is None:
+            raise _not_allowed(self, "len() (its first dimension is unknown)", "use gc.shape(t)[0]")
+        return shape[0]
+
+    def __iter__(self):
+        if self._np is None:
+            raise _not_allowed(self, "a Python iterable",
+                               "use `for x in t` inside @gc.function with autograph=True, "
+                               "or gc.unstack(t) when the first dimension is static")
+        if not self.shape:
+            raise TypeError("iteration over a scalar tensor")
+        return (Tensor._concrete(row) for row in self._np)
+
+    def __repr__(self):
+        if self._np is None:
+            return (f"<gc.Tensor '{self._sym.name}' shape={_shape_str(self.shape)} "
+                    f"dtype={self.dtype.name} (symbolic)>")
+        return (f"<gc.Tensor: shape={_shape_str(self.shape)}, dtype={self.dtype.name}, "
+                f"numpy={np.array2string(np.asarray(self._np), separator=', ')}>")
+
+    def __str__(self):
+        return repr(self) if self._np is None else str(np.asarray(self._np))
+
+    def __getitem__(self, index):
+        return OPS["getitem"](self, index)
+
+    # -- operators ---------------------------------------------------------------------
+    def __add__(self, o): return OPS["add"](self, o)
+    def __radd__(self, o): return OPS["add"](o, self)
+    def __sub__(self, o): return OPS["subtract"](self, o)
+    def __rsub__(self, o): return OPS["subtract"](o, self)
+    def __mul__(self, o): return OPS["multiply"](self, o)
+    def __rmul__(self, o): return OPS["multiply"](o, self)
+    def __truediv__(self, o): return OPS["divide"](self, o)
+    def __rtruediv__(self, o): return OPS["divide"](o, self)
+    def __floordiv__(self, o): return OPS["floordiv"](self, o)
+    def __rfloordiv__(self, o): return OPS["floordiv"](o, self)
+    def __mod__(self, o): return OPS["mod"](self, o)
+    def __rmod__(self, o): return OPS["mod"](o, self)
+    def __pow__(self, o): return OPS["pow"](self, o)
+    def __rpow__(self, o): return OPS["pow"](o, self)
+    def __matmul__(self, o): return OPS["matmul"](self, o)
+    def __rmatmul__(self, o): return OPS["matmul"](o, self)
+    def __neg__(self): return OPS["negative"](self)
+    def __pos__(self): return self
+    def __abs__(self): return OPS["abs"](self)
+    def __invert__(self): return OPS["logical_not"](self)
+    def __and__(self, o): return OPS["logical_and"](self, o)
+    def __rand__(self, o): return OPS["logical_and"](o, self)
+    def __or__(self, o): return OPS["logical_or"](self, o)
+    def __ror__(self, o): return OPS["logical_or"](o, self)
+    def __lt__(self, o): return OPS["less"](self, o)
+    def __le__(self, o): return OPS["less_equal"](self, o)
+    def __gt__(self, o): return OPS["greater"](self, o)
+    def __ge__(self, o): return OPS["greater_equal"](self, o)
+    def __eq__(self, o): return OPS["equal"](self, o)
+    def __ne__(self, o): return OPS["not_equal"](self, o)
+
+
+def _shape_str(shape):
+    return "(" + ", ".join("None" if d is None else str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _not_allowed(t, what, fix):
+    loc = context.user_location()
+    where = f" at {context.format_location(loc)}" if loc else ""
+    return OperatorNotAllowedInGraphError(
+        f"Using symbolic tensor '{t._sym.name}' ({t._sym.type}) as {what} is not allowed while "
+        f"tracing{where}: its value exists only when the graph runs. Fix: {fix}.")
+
+
+def is_tensor(x):
+    return type(x) is Tensor
+
+
+def is_symbolic(x):
+    """True for a tensor that only exists inside a graph being traced (AutoGraph dispatches on it)."""
+    if type(x) is Tensor:
+        return x._np is None
+    return getattr(x, "_is_symbolic_like", lambda: False)()

@@ -1,0 +1,223 @@
+"""gc.Variable: mutable state that compiled functions read and write by reference."""
+import numpy as np
+
+from .. import dtypes as _dt
+from . import context
+from .dispatch import bind, constant, resolve
+from .registry import register, STATE
+from .tensor import Tensor
+from .types import ResourceType, TensorType
+
+
+def _read_infer(types):
+    r = types[0]
+    return [TensorType(r.dtype, r.shape)]
+
+
+def _assign_infer(name):
+    def infer(types):
+        r, v = types
+        if r.kind != "resource":
+            raise TypeError(f"{name}: first input must be a variable")
+        if v.dtype is not r.dtype:
+            raise TypeError(f"{name}: variable has dtype {r.dtype.name} but the value has "
+                            f"{v.dtype.name}; use gc.cast(value, gc.{r.dtype.name})")
+        if len(v.shape) != len(r.shape) or any(
+                a is not None and b is not None and a != b for a, b in zip(v.shape, r.shape)):
+            raise ValueError(f"{name}: variable has shape {list(r.shape)} but the value has "
+                             f"shape {list(v.shape)}")
+        return []
+    return infer
+
+
+def _assign(var, value):
+    var._value = np.array(value, dtype=var._value.dtype, copy=True).reshape(var._value.shape)
+
+
+def _assign_add(var, value):
+    var._value = (var._value + value).astype(var._value.dtype, copy=False)
+
+
+def _assign_sub(var, value):
+    var._value = (var._value - value).astype(var._value.dtype, copy=False)
+
+
+register("read_variable", _read_infer, lambda var: var._value, kind=STATE, effectful=True)
+register("assign_variable", _assign_infer("assign"), _assign, kind=STATE, effectful=True,
+         nondiff=True)
+register("assign_add_variable", _assign_infer("assign_add"), _assign_add, kind=STATE,
+         effectful=True, nondiff=True)
+register("assign_sub_variable", _assign_infer("assign_sub"), _assign_sub, kind=STATE,
+         effectful=True, nondiff=True)
+
+# Set by gc.function while it traces: called with each variable created during the trace.
+creation_hooks = []
+
+
+class Variable:
+    """A mutable tensor. Inside compiled functions, reads and assigns act on the live value."""
+
+    _count = 0
+
+    def __init__(self, initial_value, dtype=None, trainable=True, name=None):
+        if callable(initial_value):
+            with context.eager_scope():
+                initial_value = initial_value()
+        value = _concrete_initial_value(initial_value, dtype)
+        self._value = value
+        self.trainable = bool(trainable)
+        Variable._count += 1
+        self._name = name or f"Variable_{Variable._count}"
+        for hook in creation_hooks:
+            hook(self)
+
+    # -- metadata ----------------------------------------------------------------------
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def dtype(self):
+        return _dt.from_numpy(self._value.dtype)
+
+    @property
+    def shape(self):
+        return self._value.shape
+
+    @property
+    def ndim(self):
+        return self._value.ndim
+
+    def _graph_type(self):
+        return ResourceType(self.dtype, self.shape)
+
+    def _resolve_in(self, g):
+        if g.parent is not None:
+            outer = resolve(g.parent, self)
+            return g.add_capture(outer, outer.type, base=outer.name.split(".")[0])
+        arg = g.resource_args.get(id(self)) if hasattr(g, "resource_args") else None
+        return arg if arg is not None else g.add_capture(self, self._graph_type(), base="var")
+
+    # -- reading and writing ---------------------------------------------------------
+    def read_value(self):
+        """The current value as a tensor (a `read_variable` node while tracing)."""
+        return bind("read_variable", self)
+
+    _as_tensor = read_value
+    value = read_value
+
+    def numpy(self):
+        if context.current_graph() is not None:
+            raise TypeError(f"Variable '{self._name}'.numpy() while tracing would bake in the "
+                            "value at trace time; use the variable itself (it is read on "
+                            "every call)")
+        return self._value.copy()
+
+    def _rhs(self, value):
+        if type(value) is Tensor:
+            return value
+        return constant(value, self.dtype)
+
+    def assign(self, value, read_value=True):
+        bind("assign_variable", self, self._rhs(value))
+        return self
+
+    def assign_add(self, delta, read_value=True):
+        bind("assign_add_variable", self, self._rhs(delta))
+        return self
+
+    def assign_sub(self, delta, read_value=True):
+        bind("assign_sub_variable", self, self._rhs(delta))
+        return self
+
+    def __repr__(self):
+        if context.current_graph() is not None:
+            return f"<gc.Variable '{self._name}' shape={self.shape} dtype={self.dtype.name}>"
+        return (f"<gc.Variable '{self._name}' shape={self.shape} dtype={self.dtype.name}, "
+                f"numpy={np.array2string(self._value, separator=', ')}>")
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self._value if dtype is None else self._value.astype(dtype))
+
+    def __bool__(self):
+        return bool(self.read_value())
+
+    def __float__(self):
+        return float(self.read_value())
+
+    def __int__(self):
+        return int(self.read_value())
+
+    def __index__(self):
+        return self.read_value().__index__()
+
+    def __len__(self):
+        return len(self._value)
+
+    def __getitem__(self, index):
+        return self.read_value()[index]
+
+    __array_ufunc__ = None
+    __hash__ = object.__hash__
+
+
+def _delegate(name):
+    def method(self, *args):
+        return getattr(self.read_value(), name)(*args)
+    method.__name__ = name
+    return method
+
+
+for _op in ["add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv",
+            "rfloordiv", "mod", "rmod", "pow", "rpow", "matmul", "rmatmul", "neg", "pos",
+            "abs", "invert", "and", "rand", "or", "ror", "lt", "le", "gt", "ge", "eq", "ne"]:
+    setattr(Variable, f"__{_op}__", _delegate(f"__{_op}__"))
+
+
+def _concrete_initial_value(initial_value, dtype):
+    """The variable's starting value as a fresh numpy array, even when made while tracing."""
+    dtype = None if dtype is None else _dt.as_dtype(dtype)
+    v = initial_value
+    if isinstance(v, Variable):
+        v = v._value
+    if type(v) is Tensor and v.is_symbolic:
+        v = _evaluate_symbolic(v)
+    if type(v) is Tensor:
+        v = v._np
+    with context.eager_scope():
+        t = constant(v, dtype)
+    return np.array(t._np, copy=True)
+
+
+def _evaluate_symbolic(t):
+    """Run the part of the graph that computes `t`; it must not depend on function inputs."""
+    from .executor import run_graph
+    from .graph import Graph
+    g = t._graph
+    needed, stack = {id(t._sym)}, [t._sym]
+    producers = {id(o): op for op in g.operations for o in op.outputs}
+    captured = {id(v): src for v, src in g.captures if g.parent is None}
+    order, feeds = [], []
+    while stack:
+        v = stack.pop()
+        op = producers.get(id(v))
+        if op is None and id(v) in captured:
+            feeds.append((v, captured[id(v)]))
+            continue
+        if op is None:
+            raise ValueError(
+                f"a gc.Variable's initial value depends on '{v.name}', an input of the traced "
+                "function. Initial values must be computable once, without the function's "
+                "arguments: pass a constant, a numpy array, or a callable initializer.")
+        order.append(op)
+        for i in op.inputs:
+            if id(i) not in needed:
+                needed.add(id(i))
+                stack.append(i)
+    sub = Graph("initializer")
+    keep = {id(op) for op in order}
+    sub.inputs = [v for v, _ in feeds]
+    sub.operations = [op for op in g.operations if id(op) in keep]
+    sub.outputs = [t._sym]
+    args = [src._np if type(src) is Tensor else src for _, src in feeds]
+    return Tensor._concrete(run_graph(sub, args)[0])
