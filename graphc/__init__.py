@@ -10,6 +10,7 @@ from .runtime.function import Function, function
 from .runtime.signature import TensorSpec
 from .runtime.tensor import Tensor
 from .runtime.variables import Variable
+from .runtime.module import Module
 
 globals().update(_ops.PUBLIC)
 print = _ops.PUBLIC["print"]  # noqa: A001  (gc.print is the graph print)

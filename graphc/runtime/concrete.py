@@ -73,6 +73,8 @@ def _to_specs(v, k):
         return k[1](*[_to_specs(x, kk) for x, kk in zip(v, k[2])])
     if tag == sig.DICT:
         return {name: _to_specs(v[name], kk) for name, kk in k[1]}
+    if tag == sig.OBJ:
+        return k[1]        # the weak identity key: the signature must not keep the object alive
     return v
 
 

@@ -84,14 +84,14 @@ class Function:
     # -- the cache -------------------------------------------------------------------------
     def _lookup_or_trace(self, key, values):
         for general, cf in self._general:
-            if sig.matches(general, key):
+            if len(general) == len(key) and all(map(sig.matches, general, key)):
                 self._cache[key] = cf
                 return cf
         if self.input_signature is not None:
             key = tuple(self.input_signature_key)
         elif self._reduce_retracing:
             for old in reversed(self._keys):
-                common = sig.generalize(old, key)
+                common = _generalize_all(old, key)
                 if common is not None and common != key:
                     key = common
                     break
@@ -109,9 +109,18 @@ class Function:
             self._maybe_warn(self._keys[-1], key)
         self._keys.append(key)
         self._cache[key] = cf
+        for ref in _identity_refs(key):
+            if isinstance(ref.ref, weakref.ref):
+                weakref.finalize(ref.ref(), self._evict, key)
         if any(_has_none_dim(k) for k in key):
             self._general.append((key, cf))
         return cf
+
+    def _evict(self, key):
+        """An object keyed by identity died: its traces can never be hit again."""
+        cf = self._cache.pop(key, None)
+        for k in [k for k, v in self._cache.items() if v is cf]:
+            del self._cache[k]
 
     def _trace(self, key, values):
         """Trace, applying the create-variables-once rule (a second trace checks it)."""
@@ -130,7 +139,7 @@ class Function:
         if self._warned or len(self._concrete) - 1 < RETRACE_WARN_AFTER:
             return
         self._warned = True
-        warnings.warn(_retrace_message(self, old, new), RetracingWarning, stacklevel=4)
+        warnings.warn(_retrace_message(self, old, new), RetracingWarning, stacklevel=5)
 
     # -- introspection ---------------------------------------------------------------------
     @property
@@ -154,7 +163,7 @@ class Function:
         cf = self._cache.get(key)
         if cf is None:
             for general, existing in self._general:
-                if sig.matches(general, key):
+                if len(general) == len(key) and all(map(sig.matches, general, key)):
                     return existing
             cf = self._trace_and_keep(key, values)
         return cf
@@ -291,6 +300,28 @@ def _conform(values, specs, names, fname):
     return out
 
 
+def _generalize_all(old, key):
+    if len(old) != len(key):
+        return None
+    parts = [sig.generalize(a, b) for a, b in zip(old, key)]
+    return None if None in parts else tuple(parts)
+
+
+def _identity_refs(k):
+    tag = k[0]
+    if tag == sig.OBJ:
+        yield k[1]
+    elif tag in (sig.LIST, sig.TUPLE):
+        for x in k[1]:
+            yield from _identity_refs(x)
+    elif tag == sig.NAMED:
+        for x in k[2]:
+            yield from _identity_refs(x)
+    elif tag == sig.DICT:
+        for _, x in k[1]:
+            yield from _identity_refs(x)
+
+
 def _has_none_dim(k):
     tag = k[0]
     if tag in (sig.TENSOR, sig.RESOURCE):
@@ -329,9 +360,12 @@ def _retrace_message(f, old, new):
         specs = _suggest_specs(f, new, a, b)
         fix = (f" Fix: input_signature=[{specs}], or reduce_retracing=True."
                if specs else " Fix: reduce_retracing=True.")
-    elif a[0] == sig.PY:
+    elif a[0] == sig.PY and b[0] == sig.PY and a[1] is b[1]:
         fix = (f" It is a Python {b[1].__name__}, and each new value traces a new graph. Fix: "
                f"pass it as a tensor (gc.constant(...)) so its value is not baked in.")
+    elif a[0] == sig.PY:
+        fix = (" Python values are keyed by type and value, so each new one traces a new graph. "
+               "Fix: pass it as a tensor (gc.constant(...)) so its value is not baked in.")
     elif a[0] == sig.OBJ:
         fix = (" It is a Python object keyed by identity, and it is a new object on every call. "
                "Fix: reuse one object, or pass its tensors as arguments.")

@@ -1,0 +1,62 @@
+"""gc.Module: a container that finds its variables and submodules by walking its attributes."""
+import re
+
+from .variables import Variable
+
+
+class Module:
+    """Base class for models. `.variables`, `.trainable_variables` and `.submodules` are found
+    by walking attributes (and lists, tuples, dicts inside them) in a stable order: attributes
+    sorted by name, containers in their own order (dicts by sorted key)."""
+
+    def __init__(self, name=None):
+        if name is not None and not re.fullmatch(r"[A-Za-z_][\w.]*", name):
+            raise ValueError(f"Module name {name!r} is not a valid identifier")
+        self._name = name or _snake(type(self).__name__)
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def variables(self):
+        return tuple(self._walk(Variable))
+
+    @property
+    def trainable_variables(self):
+        return tuple(v for v in self._walk(Variable) if v.trainable)
+
+    @property
+    def submodules(self):
+        return tuple(self._walk(Module))
+
+    def _walk(self, kind):
+        seen, out = {id(self)}, []
+        for _, value in sorted(vars(self).items()):
+            _collect(value, kind, seen, out)
+        return out
+
+    def __repr__(self):
+        return f"<{type(self).__name__} '{self._name}'>"
+
+
+def _collect(value, kind, seen, out):
+    if id(value) in seen:
+        return
+    if isinstance(value, (Module, Variable)):
+        seen.add(id(value))
+        if isinstance(value, kind):
+            out.append(value)
+        if isinstance(value, Module):
+            for _, v in sorted(vars(value).items()):
+                _collect(v, kind, seen, out)
+    elif isinstance(value, dict):
+        for k in sorted(value, key=repr):
+            _collect(value[k], kind, seen, out)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _collect(v, kind, seen, out)
+
+
+def _snake(name):
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
