@@ -1,0 +1,124 @@
+"""gc.nn: activations, softmax and cross-entropy losses, all composites of graphc primitives
+(so they trace, fuse and differentiate like any other user code). Keyword names follow TF."""
+import math
+
+from . import dtypes as _dt
+from .runtime.dispatch import convert_to_tensor
+from .runtime.ops import elementwise as _ew
+from .runtime.ops._rules import FLOAT, INTEGER, check_kind
+from .runtime.ops.reduce import PUBLIC as _R
+from .runtime.ops.shape import one_hot as _one_hot, expand_dims as _expand_dims
+
+_E = _ew.PUBLIC
+
+
+def _float(op, x):
+    x = convert_to_tensor(x)
+    check_kind(op, x.type, FLOAT)
+    return x
+
+
+def relu(features, name=None):
+    """max(features, 0)."""
+    x = convert_to_tensor(features)
+    return _E["maximum"](x, 0)
+
+
+def relu6(features, name=None):
+    """min(max(features, 0), 6)."""
+    x = convert_to_tensor(features)
+    return _E["minimum"](_E["maximum"](x, 0), 6)
+
+
+def leaky_relu(features, alpha=0.2, name=None):
+    """features where positive, alpha * features elsewhere."""
+    x = convert_to_tensor(features)
+    return _E["where"](_E["greater"](x, 0), x, _E["multiply"](x, alpha))
+
+
+def elu(features, name=None):
+    """features where positive, exp(features) - 1 elsewhere."""
+    x = _float("elu", features)
+    # exp of min(x, 0) never overflows, so the unused branch stays finite (and its gradient)
+    neg = _E["subtract"](_E["exp"](_E["minimum"](x, 0.0)), 1.0)
+    return _E["where"](_E["greater"](x, 0.0), x, neg)
+
+
+def gelu(features, approximate=False, name=None):
+    """x * Phi(x): exact erf form, or the tanh approximation when `approximate=True`."""
+    x = _float("gelu", features)
+    if approximate:
+        inner = _E["multiply"](math.sqrt(2.0 / math.pi),
+                               _E["add"](x, _E["multiply"](0.044715, _E["pow"](x, 3.0))))
+        return _E["multiply"](_E["multiply"](0.5, x), _E["add"](1.0, _E["tanh"](inner)))
+    cdf = _E["add"](1.0, _E["erf"](_E["multiply"](x, 1.0 / math.sqrt(2.0))))
+    return _E["multiply"](_E["multiply"](0.5, x), cdf)
+
+
+def sigmoid(x, name=None):
+    """1 / (1 + exp(-x))."""
+    return _ew.sigmoid(_float("sigmoid", x))
+
+
+def softplus(features, name=None):
+    """log(1 + exp(x)), computed stably as max(x, 0) + log1p(exp(-|x|))."""
+    x = _float("softplus", features)
+    return _E["add"](_E["maximum"](x, 0.0), _E["log1p"](_E["exp"](_E["negative"](_E["abs"](x)))))
+
+
+def softmax(logits, axis=-1, name=None):
+    """exp(logits) normalized along `axis`, shifted by the max so it never overflows."""
+    x = _float("softmax", logits)
+    e = _E["exp"](_E["subtract"](x, _R["reduce_max"](x, axis, keepdims=True)))
+    return _E["divide"](e, _R["reduce_sum"](e, axis, keepdims=True))
+
+
+def log_softmax(logits, axis=-1, name=None):
+    """logits - logsumexp(logits) along `axis`, computed stably."""
+    x = _float("log_softmax", logits)
+    shifted = _E["subtract"](x, _R["reduce_max"](x, axis, keepdims=True))
+    lse = _E["log"](_R["reduce_sum"](_E["exp"](shifted), axis, keepdims=True))
+    return _E["subtract"](shifted, lse)
+
+
+def _dims(shape):
+    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None):
+    """Per-example -log softmax(logits)[label]; `labels` are int class ids of shape
+    logits.shape[:-1]."""
+    op = "sparse_softmax_cross_entropy_with_logits"
+    x = _float(op, logits)
+    y = convert_to_tensor(labels)
+    check_kind(op, y.type, INTEGER, "labels")
+    if x.ndim < 1 or y.ndim != x.ndim - 1 or any(
+            a is not None and b is not None and a != b for a, b in zip(y.shape, x.shape)):
+        raise ValueError(f"{op}: labels of shape {_dims(y.shape)} must have the shape of logits "
+                         f"{_dims(x.shape)} without its last (class) dimension")
+    from .runtime.ops.shape import shape
+    depth = x.shape[-1] if x.shape[-1] is not None else shape(x)[-1]
+    mask = _one_hot(y, depth, on_value=True, off_value=False, dtype=_dt.bool_)
+    picked = _R["reduce_sum"](_E["where"](mask, log_softmax(x), 0.0), -1)
+    return _E["negative"](picked)
+
+
+def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=None):
+    """Per-example -sum(labels * log softmax(logits)) along `axis` (labels: a distribution)."""
+    op = "softmax_cross_entropy_with_logits"
+    x = _float(op, logits)
+    y = convert_to_tensor(labels, x.dtype) if type(labels) is not type(x) else labels
+    check_kind(op, y.type, FLOAT, "labels")
+    if y.dtype is not x.dtype:
+        raise TypeError(f"{op}: labels have dtype {y.dtype.name} but logits {x.dtype.name}; "
+                        f"use gc.cast(labels, gc.{x.dtype.name})")
+    if y.ndim != x.ndim or any(a is not None and b is not None and a != b
+                               for a, b in zip(y.shape, x.shape)):
+        raise ValueError(f"{op}: labels of shape {_dims(y.shape)} and logits of shape "
+                         f"{_dims(x.shape)} must have the same shape")
+    return _E["negative"](_R["reduce_sum"](_E["multiply"](y, log_softmax(x, axis)), axis))
+
+
+__all__ = ["relu", "relu6", "leaky_relu", "elu", "gelu", "sigmoid", "softplus", "softmax",
+           "log_softmax", "sparse_softmax_cross_entropy_with_logits",
+           "softmax_cross_entropy_with_logits"]

@@ -1,0 +1,155 @@
+"""Tensor indexing `x[...]`: ints, slices (with steps), None, Ellipsis and int tensors.
+
+The index is stored as a static template attr; tensor parts of it (a symbolic loop counter
+`x[i]`, slice bounds, gather indices) become extra op inputs referenced as "$k" (input k).
+Template items: ("int", v), ("slice", start, stop, step), ("new",), ("take", "$k").
+A 1-D+ int tensor (or list of ints) gathers along its axis, in place (like gc.gather).
+"""
+import numpy as np
+
+from ..dispatch import bind, convert_to_tensor
+from ..registry import register, SHAPE
+from ..tensor import Tensor
+from ._rules import check_kind, INTEGER, tensor
+from .reduce import static_int
+
+
+def _dims(shape):
+    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _show(index):
+    """The index template in Python syntax, for error messages."""
+    def c(v):
+        return "" if v is None else ("<tensor>" if isinstance(v, str) else str(v))
+    parts = []
+    for item in index:
+        if item[0] == "int":
+            parts.append(c(item[1]))
+        elif item[0] == "slice":
+            s = f"{c(item[1])}:{c(item[2])}"
+            parts.append(s + (f":{c(item[3])}" if item[3] is not None else ""))
+        elif item[0] == "new":
+            parts.append("None")
+        else:
+            parts.append("<indices>")
+    return "[" + ", ".join(parts) + "]"
+
+
+def _getitem_infer(types, index):
+    x = types[0]
+    d, out = 0, []
+    for item in index:
+        kind = item[0]
+        if kind == "new":
+            out.append(1)
+            continue
+        if d >= x.ndim:
+            raise ValueError(f"getitem: too many indices {_show(index)} for a tensor of shape "
+                             f"{_dims(x.shape)}")
+        dim = x.shape[d]
+        for v in item[1:]:
+            if isinstance(v, str):
+                t = types[int(v[1:])]
+                check_kind("getitem", t, INTEGER, "tensor index")
+                if kind != "take" and t.ndim != 0:
+                    raise ValueError(f"getitem: index parts must be scalars, got {t}")
+        if kind == "int":
+            v = item[1]
+            if not isinstance(v, str) and dim is not None and not -dim <= v < dim:
+                raise ValueError(f"getitem: index {v} is out of range for axis {d} with size "
+                                 f"{dim} (tensor of shape {_dims(x.shape)}, index "
+                                 f"{_show(index)})")
+        elif kind == "slice":
+            comps = item[1:]
+            if comps[2] == 0:
+                raise ValueError("getitem: slice step cannot be zero")
+            static = not any(isinstance(v, str) for v in comps)
+            out.append(len(range(*slice(*comps).indices(dim)))
+                       if static and dim is not None else None)
+        else:
+            out.extend(types[int(item[1][1:])].shape)
+        d += 1
+    out.extend(x.shape[d:])
+    return [tensor(x.dtype, tuple(out))]
+
+
+def _getitem_impl(x, *tensors, index):
+    def val(v):
+        return int(tensors[int(v[1:]) - 1]) if isinstance(v, str) else v
+    basic, take, pos = [], None, 0
+    for item in index:
+        kind = item[0]
+        if kind == "int":
+            basic.append(val(item[1]))
+            continue
+        if kind == "new":
+            basic.append(None)
+        elif kind == "slice":
+            basic.append(slice(*(val(v) for v in item[1:])))
+        else:
+            basic.append(slice(None))
+            take = (pos, tensors[int(item[1][1:]) - 1])
+        pos += 1
+    y = np.asarray(x[tuple(basic)])
+    if take is not None:
+        from .shape import _gather_impl
+        y = _gather_impl(y, take[1], axis=take[0])
+    return y
+
+
+register("getitem", _getitem_infer, _getitem_impl, kind=SHAPE)
+
+
+def _is_index_list(v):
+    return isinstance(v, list) or (isinstance(v, np.ndarray) and v.dtype.kind in "iu")
+
+
+def getitem(tensor, index):
+    """`tensor[index]` with NumPy basic indexing plus int-tensor gathers along one axis."""
+    x = convert_to_tensor(tensor)
+    items = index if isinstance(index, tuple) else (index,)
+    inputs = []
+
+    def part(v, what):
+        if v is None:
+            return None
+        if type(v) is Tensor and (v.is_symbolic or v.ndim):
+            check_kind("getitem", v.type, INTEGER, what)
+            inputs.append(v)
+            return f"${len(inputs)}"
+        if type(v) is Tensor and not v.dtype.is_integer:
+            check_kind("getitem", v.type, INTEGER, what)
+        try:
+            return static_int("getitem", v, what)
+        except TypeError:
+            raise TypeError(f"getitem: {what} must be an int, a slice, None, ... or an int "
+                            f"tensor, got {v!r}") from None
+
+    if sum(1 for v in items if v is Ellipsis) > 1:
+        raise ValueError("getitem: an index can only have a single ellipsis ('...')")
+    consuming = sum(1 for v in items if v is not None and v is not Ellipsis)
+    template = []
+    for v in items:
+        if v is Ellipsis:
+            template.extend([("slice", None, None, None)] * max(x.ndim - consuming, 0))
+        elif v is None:
+            template.append(("new",))
+        elif isinstance(v, slice):
+            template.append(("slice", part(v.start, "slice start"), part(v.stop, "slice stop"),
+                             part(v.step, "slice step")))
+        elif _is_index_list(v) or (type(v) is Tensor and v.ndim):
+            t = convert_to_tensor(v)
+            if t.dtype.is_bool:
+                raise TypeError("getitem: boolean mask indexing is not supported; use "
+                                "gc.where(mask, x, y) or gather with integer indices")
+            template.append(("take", part(t, "index")))
+        else:
+            template.append(("int", part(v, "index")))
+    if sum(1 for item in template if item[0] == "take") > 1:
+        raise ValueError("getitem: at most one tensor or list index is supported; use "
+                         "gc.gather for several")
+    return bind("getitem", x, *inputs, index=tuple(template))
+
+
+PUBLIC = {"getitem": getitem}

@@ -1,0 +1,220 @@
+"""Reductions (sum, max, ... over axes), arg-reductions and cumulative sums.
+
+Primitives keep the input dtype exactly (TF semantics: an int32 sum stays int32);
+`reduce_mean` and `reduce_logsumexp` are composites, so they get gradients and fusion free.
+"""
+import numbers
+
+import numpy as np
+
+from ... import dtypes as _dt
+from ..dispatch import bind, constant, convert_to_tensor
+from ..registry import register, REDUCE, OPAQUE
+from ..tensor import Tensor
+from ._rules import NUMERIC, BOOL, check_kind, tensor
+
+
+def static_int(op, value, what="axis"):
+    """A Python int from an int, numpy int or concrete scalar int tensor (else TypeError)."""
+    if type(value) is Tensor and not value.is_symbolic and value.dtype.is_integer \
+            and value.ndim == 0:
+        return int(value.numpy())
+    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    raise TypeError(f"{op}: {what} must be a Python int, got {value!r}")
+
+
+def normalize_axis(op, axis, ndim):
+    """One axis in [0, ndim); negative axes count from the end."""
+    a = static_int(op, axis)
+    if not -ndim <= a < ndim:
+        raise ValueError(f"{op}: axis {a} is out of range for a tensor of rank {ndim} "
+                         f"(valid axes are {-ndim}..{ndim - 1})")
+    return a % ndim
+
+
+def normalize_axes(op, axis, ndim):
+    """axis=None|int|list|tuple -> sorted tuple of distinct axes in [0, ndim)."""
+    if axis is None:
+        return tuple(range(ndim))
+    if type(axis) is Tensor and not axis.is_symbolic and axis.ndim == 1:
+        axis = axis.numpy().tolist()
+    items = list(axis) if isinstance(axis, (list, tuple)) else [axis]
+    axes = [normalize_axis(op, a, ndim) for a in items]
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"{op}: axis {axis!r} names the same axis twice")
+    return tuple(sorted(axes))
+
+
+def _reduced_shape(shape, axes, keepdims):
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _check_axes(op, t, axis):
+    if not all(isinstance(a, int) and 0 <= a < t.ndim for a in axis):
+        raise ValueError(f"{op}: axes {axis} are out of range for {t}")
+
+
+def _lowest(dtype):
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def _highest(dtype):
+    return np.inf if dtype.kind == "f" else np.iinfo(dtype).max
+
+
+_REDUCERS = {
+    "reduce_sum": (NUMERIC, lambda x, a, k: np.sum(x, axis=a, keepdims=k, dtype=x.dtype)),
+    "reduce_prod": (NUMERIC, lambda x, a, k: np.prod(x, axis=a, keepdims=k, dtype=x.dtype)),
+    # `initial` makes empty reductions give the identity (-inf / INT_MIN), as TF does
+    "reduce_max": (NUMERIC, lambda x, a, k: np.max(x, axis=a, keepdims=k,
+                                                   initial=_lowest(x.dtype))),
+    "reduce_min": (NUMERIC, lambda x, a, k: np.min(x, axis=a, keepdims=k,
+                                                   initial=_highest(x.dtype))),
+    "reduce_all": (BOOL, lambda x, a, k: np.all(x, axis=a, keepdims=k)),
+    "reduce_any": (BOOL, lambda x, a, k: np.any(x, axis=a, keepdims=k)),
+}
+
+
+def _register_reduce(name, kind, fn):
+    def infer(types, axis, keepdims):
+        t = types[0]
+        check_kind(name, t, kind)
+        _check_axes(name, t, axis)
+        return [tensor(t.dtype, _reduced_shape(t.shape, axis, keepdims))]
+
+    def impl(x, axis, keepdims):
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(x, axis, keepdims))
+    register(name, infer, impl, kind=REDUCE)
+
+
+for _name, (_kind, _fn) in _REDUCERS.items():
+    _register_reduce(_name, _kind, _fn)
+
+
+def _public_reduce(name):
+    def fn(input_tensor, axis=None, keepdims=False, name=None):
+        x = convert_to_tensor(input_tensor)
+        return bind(fn.__name__, x, axis=normalize_axes(fn.__name__, axis, x.ndim),
+                    keepdims=bool(keepdims))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"`{name}` of `input_tensor` over `axis` (None: all axes; int or tuple), "
+                  "keeping reduced axes as size 1 when `keepdims`. The dtype is kept.")
+    return fn
+
+
+PUBLIC = {n: _public_reduce(n) for n in _REDUCERS}
+
+
+def _count(x, axes):
+    """Number of elements reduced over `axes`, as a scalar of x's dtype (dynamic if needed)."""
+    dims = [x.shape[a] for a in axes]
+    if None not in dims:
+        return constant(int(np.prod(dims, dtype=np.int64)), x.dtype) if x.dtype.is_integer \
+            else constant(float(np.prod(dims, dtype=np.int64)), x.dtype)
+    from .shape import shape as _shape, gather
+    from .elementwise import cast
+    n = PUBLIC["reduce_prod"](gather(_shape(x), constant(list(axes), _dt.int32)))
+    return cast(n, x.dtype)
+
+
+def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
+    """Mean over `axis`. On integers it is the integer mean truncated toward zero, as in TF."""
+    from .elementwise import PUBLIC as E
+    x = convert_to_tensor(input_tensor)
+    check_kind("reduce_mean", x.type, NUMERIC)
+    axes = normalize_axes("reduce_mean", axis, x.ndim)
+    total = PUBLIC["reduce_sum"](x, axes, keepdims)
+    n = _count(x, axes)
+    if x.dtype.is_floating:
+        return E["divide"](total, n)
+    return E["multiply"](E["sign"](total), E["floordiv"](E["abs"](total), n))
+
+
+def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
+    """log(sum(exp(x))) over `axis`, computed stably by shifting by the maximum.
+
+    Rows that are all -inf give -inf (the shift is dropped where the max is not finite).
+    """
+    from .elementwise import PUBLIC as E
+    x = convert_to_tensor(input_tensor)
+    check_kind("reduce_logsumexp", x.type, "float")
+    axes = normalize_axes("reduce_logsumexp", axis, x.ndim)
+    raw_max = PUBLIC["reduce_max"](x, axes, keepdims=True)
+    finite = E["less"](E["abs"](raw_max), np.inf)
+    shift = E["where"](finite, raw_max, 0.0)
+    total = PUBLIC["reduce_sum"](E["exp"](E["subtract"](x, shift)), axes, keepdims=True)
+    out = E["add"](E["log"](total), shift)
+    if keepdims:
+        return out
+    from .shape import squeeze
+    return squeeze(out, axes) if axes else out
+
+
+PUBLIC.update(reduce_mean=reduce_mean, reduce_logsumexp=reduce_logsumexp)
+
+
+# -- arg-reductions and cumsum ---------------------------------------------------------
+def _arg_register(name, np_fn):
+    def infer(types, axis, output_type):
+        t = types[0]
+        check_kind(name, t, NUMERIC)
+        _check_axes(name, t, (axis,))
+        if t.shape[axis] == 0:
+            raise ValueError(f"{name}: cannot take {name} over axis {axis} of size 0 ({t})")
+        if not output_type.is_integer:
+            raise TypeError(f"{name}: output_type must be int32 or int64, got {output_type.name}")
+        return [tensor(output_type, t.shape[:axis] + t.shape[axis + 1:])]
+
+    def impl(x, axis, output_type):
+        return np.asarray(np_fn(x, axis=axis)).astype(output_type.np, copy=False)
+    register(name, infer, impl, kind=OPAQUE, nondiff=True)
+
+
+_arg_register("argmax", np.argmax)
+_arg_register("argmin", np.argmin)
+
+
+def _public_arg(name):
+    def fn(input, axis=None, output_type=_dt.int64, name=None):
+        x = convert_to_tensor(input)
+        a = normalize_axis(fn.__name__, 0 if axis is None else axis, x.ndim)
+        return bind(fn.__name__, x, axis=a, output_type=_dt.as_dtype(output_type))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Index of the {name[3:]}imum along `axis` (default 0), as int64 like TF."
+    return fn
+
+
+PUBLIC.update(argmax=_public_arg("argmax"), argmin=_public_arg("argmin"))
+
+
+def _cumsum_infer(types, axis, exclusive, reverse):
+    t = types[0]
+    check_kind("cumsum", t, NUMERIC)
+    _check_axes("cumsum", t, (axis,))
+    return [t]
+
+
+def _cumsum_impl(x, axis, exclusive, reverse):
+    y = np.flip(x, axis) if reverse else x
+    out = np.cumsum(y, axis=axis, dtype=x.dtype)
+    if exclusive and out.shape[axis]:
+        out = np.concatenate([np.zeros_like(np.take(out, [0], axis=axis)),
+                              np.take(out, np.arange(out.shape[axis] - 1), axis=axis)], axis)
+    return np.flip(out, axis) if reverse else out
+
+
+register("cumsum", _cumsum_infer, _cumsum_impl, kind=OPAQUE)
+
+
+def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
+    """Running sum along `axis` (TF's `exclusive` and `reverse` options supported)."""
+    x = convert_to_tensor(x)
+    return bind("cumsum", x, axis=normalize_axis("cumsum", axis, x.ndim),
+                exclusive=bool(exclusive), reverse=bool(reverse))
+
+
+PUBLIC["cumsum"] = cumsum

@@ -1,0 +1,427 @@
+"""Shape ops: reshape, transpose, expand/squeeze, concat/stack/unstack, gather, broadcast, tile.
+
+Shape arguments may mix Python ints and scalar int tensors (e.g. `[gc.shape(x)[0], -1]`):
+the static part is kept as a template attr (None where a tensor decides), and the full
+shape flows in as an int32 vector input, so static shapes stay as precise as possible.
+"""
+import numpy as np
+
+from ... import dtypes as _dt
+from ...errors import InvalidArgumentError
+from ..dispatch import bind, constant, convert_like, convert_to_tensor
+from ..registry import register, SHAPE, OPAQUE
+from ..tensor import Tensor
+from ._rules import INTEGER, check_kind, same_dtype, tensor
+from .reduce import static_int, normalize_axis, normalize_axes
+
+
+def _dims(shape):
+    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _prod(dims):
+    return int(np.prod(dims, dtype=np.int64))
+
+
+def _shape_arg(op, shape, allow_minus_one=False):
+    """A shape argument -> (template of int|None, int32 shape tensor or None when static)."""
+    if type(shape) is Tensor and not shape.is_symbolic:
+        shape = shape.numpy().tolist()
+    if type(shape) is Tensor:
+        check_kind(op, shape.type, INTEGER, "shape")
+        if shape.ndim != 1 or shape.shape[0] is None:
+            raise ValueError(f"{op}: a shape tensor must be 1-D with a static length, "
+                             f"got {shape.type}")
+        return (None,) * shape.shape[0], shape
+    items = [shape] if not isinstance(shape, (list, tuple)) else list(shape)
+    template, parts = [], []
+    for d in items:
+        if type(d) is Tensor and d.is_symbolic:
+            check_kind(op, d.type, INTEGER, "shape entry")
+            if d.ndim != 0:
+                raise ValueError(f"{op}: shape entries must be scalars, got {d.type}")
+            template.append(None)
+        else:
+            try:
+                v = static_int(op, d, "a shape entry")
+            except TypeError:
+                raise TypeError(f"{op}: shape must be a list of ints or an int tensor, "
+                                f"got {shape!r}") from None
+            if v < -1 or (v == -1 and not allow_minus_one):
+                raise ValueError(f"{op}: shape {items!r} has a negative dimension")
+            template.append(v)
+            d = v
+        parts.append(d)
+    if template.count(-1) > 1:
+        raise ValueError(f"{op}: at most one -1 is allowed in shape {items!r}")
+    if None not in template:
+        return tuple(template), None
+    from .elementwise import cast
+    return tuple(template), _pack(parts, cast)
+
+
+def _pack(parts, cast):
+    pieces = [bind("expand_dims", cast(p, _dt.int32) if type(p) is Tensor
+                   else constant(p, _dt.int32), axis=0) for p in parts]
+    return pieces[0] if len(pieces) == 1 else bind("concat", *pieces, axis=0)
+
+
+def _check_shape_input(op, types, template):
+    if len(types) == 2:
+        s = types[1]
+        check_kind(op, s, INTEGER, "shape")
+        if s.shape != (len(template),):
+            raise ValueError(f"{op}: shape tensor {s} does not match the template "
+                             f"{_dims(template)}")
+
+
+# -- reshape ---------------------------------------------------------------------------
+def _reshape_infer(types, shape):
+    x = types[0]
+    _check_shape_input("reshape", types, shape)
+    out = list(shape)
+    known = None not in x.shape
+    if -1 in out:
+        i = out.index(-1)
+        rest = out[:i] + out[i + 1:]
+        out[i] = None
+        if known and None not in rest:
+            p = _prod(rest)
+            if p == 0 or _prod(x.shape) % p:
+                raise ValueError(
+                    f"reshape: cannot reshape a tensor of shape {_dims(x.shape)} "
+                    f"({_prod(x.shape)} elements) into shape {_dims(shape)}: "
+                    f"{_prod(x.shape)} is not a multiple of {p}")
+            out[i] = _prod(x.shape) // p
+    elif known and None not in out and _prod(out) != _prod(x.shape):
+        raise ValueError(f"reshape: cannot reshape a tensor of shape {_dims(x.shape)} "
+                         f"({_prod(x.shape)} elements) into shape {_dims(shape)} "
+                         f"({_prod(out)} elements)")
+    return [tensor(x.dtype, tuple(out))]
+
+
+def _reshape_impl(x, *dynamic, shape):
+    target = tuple(int(d) for d in dynamic[0]) if dynamic else shape
+    return np.reshape(x, target)
+
+
+register("reshape", _reshape_infer, _reshape_impl, kind=SHAPE)
+
+
+def reshape(tensor, shape, name=None):
+    """`tensor` with a new shape of the same size; one dimension may be -1 (inferred).
+
+    `shape` may be a list of ints, an int tensor, or a list mixing ints and scalar tensors.
+    """
+    x = convert_to_tensor(tensor)
+    template, vec = _shape_arg("reshape", shape, allow_minus_one=True)
+    return bind("reshape", x, *([vec] if vec is not None else []), shape=template)
+
+
+# -- transpose / expand_dims / squeeze -------------------------------------------------
+def _transpose_infer(types, perm):
+    x = types[0]
+    if sorted(perm) != list(range(x.ndim)):
+        raise ValueError(f"transpose: perm {list(perm)} is not a permutation of the "
+                         f"{x.ndim} axes of a tensor of shape {_dims(x.shape)}")
+    return [tensor(x.dtype, tuple(x.shape[p] for p in perm))]
+
+
+register("transpose", _transpose_infer, lambda x, perm: np.transpose(x, perm), kind=SHAPE)
+
+
+def transpose(a, perm=None, name=None):
+    """Permute the axes of `a` (reversed when `perm` is None)."""
+    x = convert_to_tensor(a)
+    if perm is None:
+        perm = tuple(reversed(range(x.ndim)))
+    else:
+        if type(perm) is Tensor and not perm.is_symbolic:
+            perm = perm.numpy().tolist()
+        perm = tuple(static_int("transpose", p, "perm entry") for p in perm)
+        perm = tuple(p + x.ndim if -x.ndim <= p < 0 else p for p in perm)
+    return bind("transpose", x, perm=perm)
+
+
+def _expand_infer(types, axis):
+    x = types[0]
+    if not 0 <= axis <= x.ndim:
+        raise ValueError(f"expand_dims: axis {axis} is out of range for shape {_dims(x.shape)}")
+    return [tensor(x.dtype, x.shape[:axis] + (1,) + x.shape[axis:])]
+
+
+register("expand_dims", _expand_infer, lambda x, axis: np.expand_dims(x, axis), kind=SHAPE)
+
+
+def expand_dims(input, axis, name=None):
+    """Insert a size-1 axis at `axis` (in [-rank-1, rank])."""
+    x = convert_to_tensor(input)
+    return bind("expand_dims", x, axis=normalize_axis("expand_dims", axis, x.ndim + 1))
+
+
+def _squeeze_infer(types, axis):
+    x = types[0]
+    for a in axis:
+        if not 0 <= a < x.ndim or x.shape[a] not in (1, None):
+            raise ValueError(f"squeeze: cannot squeeze axis {a} of a tensor of shape "
+                             f"{_dims(x.shape)}: its size is not 1")
+    return [tensor(x.dtype, tuple(d for i, d in enumerate(x.shape) if i not in axis))]
+
+
+def _squeeze_impl(x, axis):
+    for a in axis:
+        if x.shape[a] != 1:
+            raise InvalidArgumentError(f"squeeze: axis {a} of shape {list(x.shape)} is not 1")
+    return np.squeeze(x, axis)
+
+
+register("squeeze", _squeeze_infer, _squeeze_impl, kind=SHAPE)
+
+
+def squeeze(input, axis=None, name=None):
+    """Remove size-1 axes: all of them when `axis` is None, else the given ones."""
+    x = convert_to_tensor(input)
+    if axis is None:
+        if None in x.shape:
+            raise ValueError(f"squeeze: shape {_dims(x.shape)} has unknown dimensions, so which "
+                             "axes have size 1 is not known while tracing; pass axis=...")
+        axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
+    else:
+        axes = normalize_axes("squeeze", axis, x.ndim)
+    return bind("squeeze", x, axis=axes)
+
+
+# -- concat / stack / unstack ----------------------------------------------------------
+def _concat_infer(types, axis):
+    dtype = same_dtype("concat", types)
+    first = types[0]
+    if first.ndim == 0 or not 0 <= axis < first.ndim:
+        raise ValueError(f"concat: axis {axis} is out of range for shape {_dims(first.shape)}")
+    out = list(first.shape)
+    for t in types[1:]:
+        bad = t.ndim != first.ndim or any(
+            i != axis and a is not None and b is not None and a != b
+            for i, (a, b) in enumerate(zip(first.shape, t.shape)))
+        if bad:
+            shown = ", ".join(_dims(u.shape) for u in types)
+            raise ValueError(f"concat: shapes {shown} must match except along axis {axis}")
+        for i, d in enumerate(t.shape):
+            if i != axis and out[i] is None:
+                out[i] = d
+    sizes = [t.shape[axis] for t in types]
+    out[axis] = None if None in sizes else sum(sizes)
+    return [tensor(dtype, tuple(out))]
+
+
+register("concat", _concat_infer, lambda *xs, axis: np.concatenate(xs, axis), kind=SHAPE)
+
+
+def concat(values, axis, name=None):
+    """Join tensors along an existing `axis`; other dimensions must match."""
+    xs = convert_like(list(values), "concat")
+    if not xs:
+        raise ValueError("concat: needs at least one tensor")
+    rank = xs[0].ndim
+    if rank == 0:
+        raise ValueError("concat: cannot concatenate scalars; use gc.stack")
+    return bind("concat", *xs, axis=normalize_axis("concat", axis, rank))
+
+
+def stack(values, axis=0, name=None):
+    """Join same-shaped tensors along a new `axis` (a composite of expand_dims and concat)."""
+    xs = convert_like(list(values), "stack")
+    if not xs:
+        raise ValueError("stack: needs at least one tensor")
+    first = xs[0]
+    for x in xs[1:]:
+        if x.ndim != first.ndim or any(a is not None and b is not None and a != b
+                                       for a, b in zip(x.shape, first.shape)):
+            raise ValueError(f"stack: all values must have the same shape, got "
+                             f"{_dims(first.shape)} and {_dims(x.shape)}")
+    a = normalize_axis("stack", axis, first.ndim + 1)
+    parts = [bind("expand_dims", x, axis=a) for x in xs]
+    return parts[0] if len(parts) == 1 else bind("concat", *parts, axis=a)
+
+
+def _unstack_infer(types, axis, num):
+    x = types[0]
+    if not 0 <= axis < x.ndim or x.shape[axis] not in (num, None):
+        raise ValueError(f"unstack: cannot split a tensor of shape {_dims(x.shape)} into "
+                         f"{num} pieces along axis {axis}")
+    return [tensor(x.dtype, x.shape[:axis] + x.shape[axis + 1:])] * num
+
+
+def _unstack_impl(x, axis, num):
+    if x.shape[axis] != num:
+        raise InvalidArgumentError(f"unstack: expected {num} pieces along axis {axis}, "
+                                   f"got shape {list(x.shape)}")
+    parts = tuple(np.moveaxis(x, axis, 0))
+    return parts[0] if num == 1 else parts
+
+
+register("unstack", _unstack_infer, _unstack_impl, kind=SHAPE)
+
+
+def unstack(value, num=None, axis=0, name=None):
+    """Split `value` along `axis` into a list of tensors of one rank less."""
+    x = convert_to_tensor(value)
+    a = normalize_axis("unstack", axis, x.ndim)
+    if num is None:
+        num = x.shape[a]
+        if num is None:
+            raise ValueError(f"unstack: the size of axis {a} of shape {_dims(x.shape)} is "
+                             "unknown while tracing; pass num=...")
+    out = bind("unstack", x, axis=a, num=int(num))
+    return [] if out is None else [out] if type(out) is Tensor else list(out)
+
+
+# -- gather / one_hot ------------------------------------------------------------------
+def _gather_infer(types, axis):
+    x, idx = types
+    check_kind("gather", idx, INTEGER, "indices")
+    if not 0 <= axis < x.ndim:
+        raise ValueError(f"gather: axis {axis} is out of range for shape {_dims(x.shape)}")
+    return [tensor(x.dtype, x.shape[:axis] + idx.shape + x.shape[axis + 1:])]
+
+
+def _gather_impl(x, idx, axis):
+    n = x.shape[axis]
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        bad = idx[(idx < 0) | (idx >= n)].ravel()[0]
+        raise InvalidArgumentError(f"gather: index {bad} is out of range [0, {n}) for axis "
+                                   f"{axis} of shape {list(x.shape)}")
+    return np.take(x, idx, axis=axis)
+
+
+register("gather", _gather_infer, _gather_impl, kind=OPAQUE)
+
+
+def gather(params, indices, axis=None, batch_dims=0, name=None):
+    """Pick slices of `params` along `axis` (default 0) at the int `indices`."""
+    if batch_dims != 0:
+        raise ValueError("gather: only batch_dims=0 is supported")
+    x = convert_to_tensor(params)
+    idx = convert_to_tensor(indices)
+    return bind("gather", x, idx, axis=normalize_axis("gather", 0 if axis is None else axis,
+                                                      x.ndim))
+
+
+def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
+    """A one-hot encoding of int `indices` with `depth` classes along `axis` (default last).
+
+    Out-of-range indices give an all-off row, as in TF. A composite of range/equal/where.
+    """
+    from .creation import range as _range
+    from .elementwise import where, PUBLIC as E
+    idx = convert_to_tensor(indices)
+    check_kind("one_hot", idx.type, INTEGER, "indices")
+    if dtype is None:
+        given = on_value if on_value is not None else off_value
+        dtype = _dt.float32 if given is None else convert_to_tensor(given).dtype
+    dtype = _dt.as_dtype(dtype)
+    on = convert_to_tensor(1 if on_value is None else on_value, dtype)
+    off = convert_to_tensor(0 if off_value is None else off_value, dtype)
+    a = normalize_axis("one_hot", -1 if axis is None else axis, idx.ndim + 1)
+    classes = _range(depth, dtype=idx.dtype)
+    classes = reshape(classes, [-1] + [1] * (idx.ndim - a))
+    return where(E["equal"](expand_dims(idx, a), classes), on, off)
+
+
+# -- shape / size / broadcast_to / tile ------------------------------------------------
+def _shape_infer(types, out_type):
+    if not out_type.is_integer:
+        raise TypeError(f"shape: out_type must be int32 or int64, got {out_type.name}")
+    return [tensor(out_type, (types[0].ndim,))]
+
+
+register("shape", _shape_infer, lambda x, out_type: np.array(x.shape, dtype=out_type.np),
+         kind=SHAPE, nondiff=True)
+
+
+def shape(input, out_type=_dt.int32, name=None):
+    """The shape of `input` as a 1-D int tensor, computed when the graph runs (dynamic)."""
+    x = convert_to_tensor(input)
+    return bind("shape", x, out_type=_dt.as_dtype(out_type))
+
+
+def size(input, out_type=_dt.int32, name=None):
+    """The number of elements of `input` as a scalar int tensor."""
+    x = convert_to_tensor(input)
+    out_type = _dt.as_dtype(out_type)
+    if None not in x.shape:
+        return constant(_prod(x.shape), out_type)
+    from .reduce import PUBLIC as R
+    return R["reduce_prod"](shape(x, out_type))
+
+
+def _broadcast_infer(types, shape=None):
+    x = types[0]
+    if shape is None:
+        s = types[1]
+        if s.ndim != 1 or s.shape[0] is None:
+            raise ValueError(f"broadcast_to: shape tensor must be 1-D with a static length, "
+                             f"got {s}")
+        shape = (None,) * s.shape[0]
+    _check_shape_input("broadcast_to", types, shape)
+    lead = len(shape) - x.ndim
+    out = list(shape)
+    for i, xd in enumerate(x.shape):
+        td = shape[lead + i] if lead + i >= 0 else None
+        if lead < 0 or (xd not in (1, None) and td is not None and xd != td):
+            raise ValueError(f"broadcast_to: cannot broadcast a tensor of shape {_dims(x.shape)}"
+                             f" to shape {_dims(shape)}")
+        if td is None and xd not in (1, None):
+            out[lead + i] = xd
+    return [tensor(x.dtype, tuple(out))]
+
+
+def _broadcast_impl(x, *dynamic, shape=None):
+    target = tuple(int(d) for d in dynamic[0]) if dynamic else shape
+    try:
+        return np.ascontiguousarray(np.broadcast_to(x, target))
+    except ValueError:
+        raise InvalidArgumentError(f"broadcast_to: cannot broadcast shape {list(x.shape)} to "
+                                   f"{list(target)}") from None
+
+
+register("broadcast_to", _broadcast_infer, _broadcast_impl, kind=SHAPE)
+
+
+def broadcast_to(input, shape, name=None):
+    """`input` broadcast (numpy rules, one way) to `shape` (ints, or an int tensor)."""
+    x = convert_to_tensor(input)
+    template, vec = _shape_arg("broadcast_to", shape)
+    return bind("broadcast_to", x, *([vec] if vec is not None else []), shape=template)
+
+
+def _tile_infer(types, multiples):
+    x = types[0]
+    if len(multiples) != x.ndim or any(m < 0 for m in multiples):
+        raise ValueError(f"tile: multiples {list(multiples)} must be {x.ndim} non-negative ints "
+                         f"for a tensor of shape {_dims(x.shape)}")
+    return [tensor(x.dtype, tuple(None if d is None else d * m
+                                  for d, m in zip(x.shape, multiples)))]
+
+
+register("tile", _tile_infer, lambda x, multiples: np.tile(x, multiples), kind=SHAPE)
+
+
+def tile(input, multiples, name=None):
+    """Repeat `input` `multiples[i]` times along each axis i (multiples must be static)."""
+    x = convert_to_tensor(input)
+    if type(multiples) is Tensor and not multiples.is_symbolic:
+        multiples = multiples.numpy().tolist()
+    if type(multiples) is Tensor:
+        raise TypeError("tile: multiples must be static (a list of ints) inside a compiled "
+                        "function; got a symbolic tensor")
+    m = tuple(static_int("tile", v, "a multiple") for v in multiples)
+    return bind("tile", x, multiples=m)
+
+
+PUBLIC = dict(reshape=reshape, transpose=transpose, expand_dims=expand_dims, squeeze=squeeze,
+              concat=concat, stack=stack, unstack=unstack, gather=gather, one_hot=one_hot,
+              shape=shape, size=size, broadcast_to=broadcast_to, tile=tile)
+
+from . import indexing  # noqa: E402  (registers getitem, which builds on the ops above)
+
+PUBLIC.update(indexing.PUBLIC)
