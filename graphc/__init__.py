@@ -13,6 +13,7 @@ from .runtime.variables import Variable
 from .runtime.module import Module
 
 globals().update(_ops.PUBLIC)
+from . import nn  # noqa: E402  (gc.nn builds on the ops above)
 print = _ops.PUBLIC["print"]  # noqa: A001  (gc.print is the graph print)
 
 __version__ = "0.1.0"

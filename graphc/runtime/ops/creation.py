@@ -20,6 +20,9 @@ def _static_shape(op, shape):
         shape = shape.numpy().tolist()
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
+    if isinstance(shape, (list, tuple)) and any(type(d) is Tensor and d.is_symbolic
+                                                for d in shape):
+        return None   # dims known only at run time: callers use broadcast_to
     try:
         dims = tuple(int(d) for d in shape)
     except TypeError:
@@ -46,7 +49,8 @@ def fill(dims, value, name=None):
     shape = _static_shape("fill", dims)
     value = convert_to_tensor(value)
     if shape is None:
-        return bind("broadcast_to", value, convert_to_tensor(dims))
+        from .shape import broadcast_to
+        return broadcast_to(value, dims)
     return bind("fill", value, shape=shape)
 
 
@@ -65,7 +69,9 @@ def _like(op, x, value, dtype):
     dtype = x.dtype if dtype is None else _dt.as_dtype(dtype)
     if None not in x.shape:
         return fill(x.shape, constant(value, dtype))
-    return bind("broadcast_to", constant(value, dtype), bind("shape", x))
+    # the template keeps x's static dims; the shape op supplies the unknown ones at run time
+    return bind("broadcast_to", constant(value, dtype), bind("shape", x, out_type=_dt.int32),
+                shape=tuple(x.shape))
 
 
 def zeros_like(input, dtype=None, name=None):
