@@ -109,7 +109,7 @@ class Function:
             self._maybe_warn(self._keys[-1], key)
         self._keys.append(key)
         self._cache[key] = cf
-        for ref in _identity_refs(key):
+        for ref in (r for part in key for r in _identity_refs(part)):
             if isinstance(ref.ref, weakref.ref):
                 weakref.finalize(ref.ref(), self._evict, key)
         if any(_has_none_dim(k) for k in key):
