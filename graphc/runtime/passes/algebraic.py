@@ -1,0 +1,94 @@
+"""Algebraic simplification: identities that make an op return one of its inputs.
+
+x*1, 1*x, x+0, 0+x, x-0, x/1, negative(negative(x)), cast to the same dtype, reshape or
+broadcast_to the same static shape, transpose by the identity permutation, and transpose
+of transpose (removed, or merged into one transpose).
+
+A rewrite applies only where the result's dtype and shape are exactly the operand's: x + 0
+where the 0 broadcasts x to a bigger shape stays, and so does int x / 1 (it gives float64).
+The constants matched are `constant` ops and fills of one constant, so their shapes are
+static. One deliberate looseness, as in XLA and Grappler: x + 0.0 is x even for x = -0.0
+(IEEE gives +0.0); the two compare equal.
+"""
+from ..registry import REGISTRY
+from ._rewrite import Rewriter, map_subgraphs
+
+
+def run(graph):
+    """Replace each op that reduces to an identity by its operand."""
+    rw = Rewriter(graph)
+    for op in graph.operations:
+        attrs = map_subgraphs(op, run)
+        inputs = [rw.lookup(v) for v in op.inputs]
+        rule = _RULES.get(op.type)
+        target = rule(rw, inputs, attrs) if rule else None
+        if isinstance(target, tuple):              # the same op on simpler operands
+            rw.keep(op, *target)
+            continue
+        if target is not None and target.type == _out_type(op, inputs, attrs):
+            rw.replace(op.outputs[0], target)
+            continue
+        rw.keep(op, inputs, attrs)
+    return rw.finish()
+
+
+def _out_type(op, inputs, attrs):
+    return REGISTRY[op.type].infer([v.type for v in inputs], **attrs)[0]
+
+
+def _is(rw, v, scalar):
+    u = rw.uniform(v)
+    return u is not None and u == scalar
+
+
+def _multiply(rw, ins, attrs):
+    x, y = ins
+    return y if _is(rw, x, 1) else x if _is(rw, y, 1) else None
+
+
+def _add(rw, ins, attrs):
+    x, y = ins
+    return y if _is(rw, x, 0) else x if _is(rw, y, 0) else None
+
+
+def _subtract(rw, ins, attrs):
+    return ins[0] if _is(rw, ins[1], 0) else None
+
+
+def _divide(rw, ins, attrs):
+    return ins[0] if _is(rw, ins[1], 1) else None
+
+
+def _negative(rw, ins, attrs):
+    inner = rw.producer(ins[0])
+    return inner.inputs[0] if inner is not None and inner.type == "negative" else None
+
+
+def _cast(rw, ins, attrs):
+    return ins[0] if ins[0].type.dtype is attrs["dtype"] else None
+
+
+def _same_static_shape(rw, ins, attrs):
+    """reshape / broadcast_to whose result has the operand's own static shape."""
+    x = ins[0]
+    return x if None not in x.type.shape else None
+
+
+def _transpose(rw, ins, attrs):
+    """Identity perms vanish; transpose(transpose(x, p), q) is x transposed by p[q]."""
+    perm = tuple(attrs["perm"])
+    source = ins[0]
+    inner = rw.producer(source)
+    if inner is not None and inner.type == "transpose":
+        perm = tuple(inner.attrs["perm"][p] for p in perm)
+        source = inner.inputs[0]
+    if perm == tuple(range(len(perm))):
+        return source
+    if source is ins[0]:
+        return None
+    return [source], dict(attrs, perm=perm)
+
+
+_RULES = {"multiply": _multiply, "add": _add, "subtract": _subtract, "divide": _divide,
+          "negative": _negative, "cast": _cast, "reshape": _same_static_shape,
+          "broadcast_to": _same_static_shape, "transpose": _transpose}
