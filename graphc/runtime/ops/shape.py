@@ -378,7 +378,7 @@ def _broadcast_infer(types, shape=None):
 def _broadcast_impl(x, *dynamic, shape=None):
     target = tuple(int(d) for d in dynamic[0]) if dynamic else shape
     try:
-        return np.ascontiguousarray(np.broadcast_to(x, target))
+        return np.array(np.broadcast_to(x, target))   # a writable, contiguous copy
     except ValueError:
         raise InvalidArgumentError(f"broadcast_to: cannot broadcast shape {list(x.shape)} to "
                                    f"{list(target)}") from None
