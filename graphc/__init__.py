@@ -9,6 +9,7 @@ from .runtime.dispatch import constant, convert_to_tensor
 from .runtime.function import Function, function
 from .runtime.signature import TensorSpec
 from .runtime.tensor import Tensor
+from .runtime.tensor_array import TensorArray
 from .runtime.variables import Variable
 from .runtime.module import Module
 

@@ -1,13 +1,15 @@
 """gc.cond and gc.while_loop: Python control flow eagerly, `cond`/`while` nodes while tracing."""
+import numpy as np
+
 from .. import dtypes as _dt
 from . import context, nest
 from .context import building, current_graph, format_location
-from .dispatch import bind, convert_to_tensor, resolve
+from .dispatch import bind, constant, convert_to_tensor, is_number, resolve
 from .executor import run_graph
 from .graph import Graph
 from .registry import register, CONTROL
 from .tensor import Tensor, is_symbolic
-from .types import TensorType, ListType
+from .types import TensorType, ListType, most_specific_common_shape
 
 
 # -- primitives --------------------------------------------------------------------------
@@ -41,8 +43,13 @@ register("while", _while_infer, _while_impl, kind=CONTROL)
 
 def _merge_branch_types(a, b):
     if isinstance(a, TensorType):
-        return TensorType(a.dtype, tuple(x if x == y else None for x, y in zip(a.shape, b.shape)))
-    return a if a.element_shape is not None else b
+        return TensorType(a.dtype, most_specific_common_shape(a.shape, b.shape))
+    ea, eb = a.element_shape, b.element_shape
+    if ea is None or eb is None:
+        return a if ea is not None else b
+    if len(ea) != len(eb):
+        return ListType(a.dtype, None)
+    return ListType(a.dtype, most_specific_common_shape(ea, eb))
 
 
 def _loop_out_type(inp, out):
@@ -53,10 +60,13 @@ def _loop_out_type(inp, out):
 
 # -- tracing helpers ---------------------------------------------------------------------
 
-def _to_leaf_tensor(x, what):
+def _to_leaf_tensor(x, what, dtype=None):
+    """A branch/loop value as one tensor; Python numbers take `dtype` when it is given."""
     if hasattr(x, "_to_flow"):          # TensorArray travels as its flow value
         return x._to_flow()
     try:
+        if dtype is not None and is_number(x):
+            return constant(x, dtype)
         return convert_to_tensor(x)
     except (TypeError, ValueError) as e:
         raise TypeError(f"{what}: {x!r} cannot be a tensor ({e})") from None
@@ -81,11 +91,12 @@ def _rebuild_with(structure, leaves):
     return nest.pack_as(structure, new)
 
 
-def _finish_outputs(sub, leaves, what):
+def _finish_outputs(sub, leaves, what, dtypes=None):
     sub.outputs = []
+    dtypes = dtypes or [None] * len(leaves)
     with building(sub):
-        for x in leaves:
-            sub.outputs.append(resolve(sub, _to_leaf_tensor(x, what)))
+        for x, dt in zip(leaves, dtypes):
+            sub.outputs.append(resolve(sub, _to_leaf_tensor(x, what, dt)))
 
 
 def _align_captures(outer, subs):
@@ -114,37 +125,61 @@ def _where():
     return f" (at {format_location(loc)})" if loc else ""
 
 
+def _dtype_of(x):
+    """dtype of a tensor-like leaf, None for Python data."""
+    if type(x) is Tensor or hasattr(x, "_as_tensor") or hasattr(x, "_to_flow"):
+        return x.dtype
+    return None
+
+
 # -- cond --------------------------------------------------------------------------------
+
+def _check_pred(pred):
+    """`pred` as a Python bool or a scalar bool tensor; anything else is a TypeError."""
+    if isinstance(pred, (bool, np.bool_)):
+        return bool(pred)
+    if type(pred) is Tensor or hasattr(pred, "_as_tensor") or isinstance(pred, np.ndarray):
+        p = convert_to_tensor(pred)
+        if p.dtype is not _dt.bool_ or p.shape != ():
+            raise TypeError(f"cond: pred must be a scalar bool tensor, got {p.dtype.name}"
+                            f"{list(p.shape)}{_where()}. Reduce it first (gc.reduce_any(...)) "
+                            "or compare it (x > 0)")
+        return p
+    raise TypeError(f"cond: pred must be a bool or a scalar bool tensor, got {pred!r}{_where()}")
+
 
 def cond(pred, true_fn=None, false_fn=None, name=None, *, _names=None):
     """Run `true_fn()` if `pred` else `false_fn()`.
 
     Eagerly this is plain Python. While tracing, both branches are traced into subgraphs of
     one `cond` node; they must return the same structure and dtypes (shapes may differ: the
-    result then has None for the differing dimensions).
+    result then has None for the differing dimensions). A Python number returned by one
+    branch takes the dtype of the other branch's tensor.
     """
     if not callable(true_fn) or not callable(false_fn):
         raise TypeError("cond: true_fn and false_fn must be callables taking no arguments")
-    if not is_symbolic(pred):
-        return true_fn() if bool(pred) else false_fn()
+    p = _check_pred(pred)
+    if not is_symbolic(p):
+        return true_fn() if bool(p) else false_fn()
     g = current_graph()
-    p = convert_to_tensor(pred)
-    if p.dtype is not _dt.bool_ or p.shape != ():
-        raise TypeError(f"cond: pred must be a scalar bool tensor, got {p.dtype.name}"
-                        f"{list(p.shape)}{_where()}. Reduce it first, e.g. gc.reduce_any(...)")
     tg, t_res = _trace_fn(g, "true_branch", true_fn, [], None)
     fg, f_res = _trace_fn(g, "false_branch", false_fn, [], None)
     names = _names or nest.paths(t_res, "output")
     _check_same_structure(t_res, f_res, names)
     t_leaves, f_leaves = nest.flatten(t_res), nest.flatten(f_res)
-    keep = [i for i, (a, b) in enumerate(zip(t_leaves, f_leaves)) if a is not None or b is not None]
-    for i in keep:
-        if t_leaves[i] is None or f_leaves[i] is None:
-            branch = "true" if t_leaves[i] is None else "false"
+    keep = []
+    for i, (a, b) in enumerate(zip(t_leaves, f_leaves)):
+        if a is b and not isinstance(a, (bool, int, float)):
+            continue    # the same object from both branches (None, an outer value) passes
+        if a is None or b is None:
+            branch = "true" if a is None else "false"
             raise ValueError(f"cond: '{_name(names, i)}' is None in the {branch} branch but a "
                              f"value in the other{_where()}; both branches must produce it")
-    _finish_outputs(tg, [t_leaves[i] for i in keep], "cond true branch")
-    _finish_outputs(fg, [f_leaves[i] for i in keep], "cond false branch")
+        keep.append(i)
+    _finish_outputs(tg, [t_leaves[i] for i in keep], "cond true branch",
+                    [_dtype_of(f_leaves[i]) for i in keep])
+    _finish_outputs(fg, [f_leaves[i] for i in keep], "cond false branch",
+                    [_dtype_of(t_leaves[i]) for i in keep])
     for j, i in enumerate(keep):
         a, b = tg.outputs[j].type, fg.outputs[j].type
         if a.dtype is not b.dtype or type(a) is not type(b):
@@ -158,8 +193,7 @@ def cond(pred, true_fn=None, false_fn=None, name=None, *, _names=None):
                         dict(true_branch=tg, false_branch=fg))
     leaves = list(t_leaves)
     for j, i in enumerate(keep):
-        leaves[i] = outs[j]
-    leaves = [_relink(o, v) for o, v in zip(t_leaves, leaves)]
+        leaves[i] = _relink(t_leaves[i], outs[j])
     return nest.pack_as(t_res, leaves) if nest.is_nest(t_res) else leaves[0]
 
 
@@ -200,136 +234,205 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
                name=None, *, _names=None):
     """Repeat `loop_vars = body(*loop_vars)` while `cond(*loop_vars)`.
 
-    `loop_vars` is a list or tuple (any nest inside). While tracing, this is one `while`
-    node; a loop variable may not change dtype, nor shape unless `shape_invariants` gives
-    None for that dimension.
+    `loop_vars` is a list or tuple (any nest inside: lists, tuples, dicts, namedtuples,
+    TensorArrays); the result has its structure. A loop variable may not change dtype, nor
+    shape unless `shape_invariants` (a nest of shapes matching loop_vars, None for a
+    dimension that may vary; None for a whole shape leaves every dimension free) allows it.
+    `maximum_iterations` (int or int tensor) caps the number of iterations.
     """
     if not callable(cond) or not callable(body):
         raise TypeError("while_loop: cond and body must be callables")
     single = not isinstance(loop_vars, (list, tuple))
-    vars_ = [loop_vars] if single else loop_vars
+    vars_ = [loop_vars] if single else list(loop_vars)
     leaves = nest.flatten(vars_)
+    names = _names or [f"loop_vars{p}" for p in nest.paths(vars_)]
+    shapes = None
+    if shape_invariants is not None:
+        shapes = _flatten_invariants([shape_invariants] if single else shape_invariants, vars_)
     g = current_graph()
     if g is None:
-        return _eager_while(cond, body, vars_, maximum_iterations, single)
-    names = _names or [f"loop_vars{p}" for p in nest.paths(list(vars_))]
+        return _eager_while(cond, body, loop_vars, vars_, single, shapes, maximum_iterations,
+                            names)
     tensors = [_to_leaf_tensor(x, "while_loop") for x in leaves]
-    in_types = _invariant_types(tensors, shape_invariants, vars_, names)
+    in_types = [_allowed_type(t.type, s, n) for t, s, n in
+                zip(tensors, shapes or [_EXACT] * len(tensors), names)]
     counter = maximum_iterations is not None
     if counter:
         in_types.append(TensorType(_dt.int32, ()))
-        max_t = convert_to_tensor(maximum_iterations, _dt.int32)
-    structure = list(vars_)
+        max_t = _max_iterations_tensor(maximum_iterations)
 
     def call_cond(*args):
-        r = cond(*args[:len(vars_)])
-        r = convert_to_tensor(r)
-        if r.dtype is not _dt.bool_ or r.shape != ():
-            raise TypeError(f"while_loop: cond must return a scalar bool, got {r.dtype.name}"
-                            f"{list(r.shape)}{_where()}")
+        r = _check_cond_result(cond(*args[:len(vars_)]))
         if counter:
             r = bind("logical_and", bind("less", args[-1], max_t), r)
         return r
 
     def call_body(*args):
-        out = body(*args[:len(vars_)])
-        out = [out] if single or not isinstance(out, (list, tuple)) else list(out)
-        if not nest.same_structure(out, structure):
-            raise ValueError(f"while_loop: body returned {_describe(out)} but the loop vars are "
-                             f"{_describe(structure)}{_where()}")
-        flat = nest.flatten(out)
+        flat = nest.flatten(_body_output(body(*args[:len(vars_)]), vars_, single))
         if counter:
             flat.append(bind("add", args[-1], convert_to_tensor(1, _dt.int32)))
         return flat
 
-    struct_in = structure + ([0] if counter else [])
-    cg, c_res = _trace_fn(g, "cond", call_cond, in_types, struct_in)
-    bg, b_res = _trace_fn(g, "body", call_body, in_types, struct_in)
-    _finish_outputs(cg, [c_res], "while_loop cond")
-    _finish_outputs(bg, b_res, "while_loop body")
-    _check_loop_types(bg, names + ["<iteration counter>"], shape_invariants is not None)
+    struct_in = vars_ + ([0] if counter else [])
+    while True:
+        cg, c_res = _trace_fn(g, "cond", call_cond, in_types, struct_in)
+        bg, b_res = _trace_fn(g, "body", call_body, in_types, struct_in)
+        _finish_outputs(cg, [c_res], "while_loop cond")
+        _finish_outputs(bg, b_res, "while_loop body", [t.dtype for t in in_types])
+        refined = [_refine_list_type(v.type, o.type) for v, o in zip(bg.inputs, bg.outputs)]
+        if refined == in_types:
+            break
+        in_types = refined   # a TensorArray's element shape became known in the body: retrace
+    for i, (v, o) in enumerate(zip(bg.inputs, bg.outputs)):
+        _check_loop_var(_name(names + ["<iteration counter>"], i), v.type, o.type,
+                        shapes is not None, "after one iteration")
     init = [resolve(g, t) for t in tensors]
     if counter:
         init.append(resolve(g, convert_to_tensor(0, _dt.int32)))
     operands = _align_captures(g, [cg, bg])
     outs = bind_control("while", g, init + operands, dict(cond=cg, body=bg, n_vars=len(init)))
-    outs = outs[:len(tensors)]
-    result = nest.pack_as(list(vars_), [_relink(o, v) for o, v in zip(leaves, outs)])
-    if single:
-        return result[0]
-    return type(loop_vars)(result) if isinstance(loop_vars, tuple) else result
+    return nest.pack_as(loop_vars, [_relink(o, v) for o, v in zip(leaves, outs)])
 
 
-def _invariant_types(tensors, shape_invariants, vars_, names):
-    types = [t.type for t in tensors]
-    if shape_invariants is None:
-        return types
-    shapes = _flatten_shapes(shape_invariants, len(types))
-    out = []
-    for t, s, n in zip(types, shapes, names):
-        if s is None or isinstance(t, ListType):
-            out.append(t)
-            continue
-        s = tuple(s)
-        if len(s) != len(t.shape) or any(a is not None and a != b for a, b in zip(s, t.shape)):
-            raise ValueError(f"while_loop: shape invariant {list(s)} for '{n}' does not fit its "
-                             f"initial shape {list(t.shape)}{_where()}")
-        out.append(TensorType(t.dtype, s))
-    return out
+_EXACT = object()   # no shape invariant given: the loop var keeps its initial shape
 
 
-def _flatten_shapes(inv, n):
-    """Shape invariants nest like loop_vars, but a shape itself is a list of dims."""
+def _flatten_invariants(inv, structure):
+    """One shape per loop-var leaf; `inv` nests like the loop vars (None covers a subtree)."""
     out = []
 
-    def walk(x):
-        if x is None or (isinstance(x, (list, tuple)) and all(
-                d is None or isinstance(d, int) for d in x) and not _has_nested(x)):
-            out.append(x)
-        elif isinstance(x, dict):
-            for k in sorted(x, key=repr):
-                walk(x[k])
+    def walk(s, x):
+        if x is None and nest.is_nest(s):
+            out.extend([None] * len(nest.flatten(s)))
+        elif isinstance(s, dict):
+            if not isinstance(x, dict) or set(x) != set(s):
+                raise ValueError(f"while_loop: shape_invariants {inv!r} does not nest like "
+                                 "loop_vars")
+            for k in sorted(s, key=repr):
+                walk(s[k], x[k])
+        elif isinstance(s, (list, tuple)):
+            if not isinstance(x, (list, tuple)) or len(x) != len(s):
+                raise ValueError(f"while_loop: shape_invariants {inv!r} does not nest like "
+                                 "loop_vars")
+            for a, b in zip(s, x):
+                walk(a, b)
         else:
-            for v in x:
-                walk(v)
-    walk(inv)
-    if len(out) != n:
-        raise ValueError(f"while_loop: shape_invariants has {len(out)} shapes for {n} loop vars")
+            out.append(_as_shape(x))
+    walk(structure, inv)
     return out
 
 
-def _has_nested(x):
-    return any(isinstance(d, (list, tuple, dict)) for d in x)
+def _as_shape(x):
+    if x is None:
+        return None
+    shape = getattr(x, "shape", x)
+    try:
+        return tuple(None if d is None else int(d) for d in shape)
+    except (TypeError, ValueError):
+        raise TypeError(f"while_loop: a shape invariant must be a list of ints and None (or "
+                        f"None), got {x!r}") from None
 
 
-def _check_loop_types(bg, names, have_invariants):
-    for i, (inp, out) in enumerate(zip(bg.inputs, bg.outputs)):
-        a, b = inp.type, out.type
-        n = names[i] if i < len(names) else f"loop var {i}"
-        if type(a) is not type(b) or a.dtype is not b.dtype:
-            raise ValueError(f"while_loop: loop variable '{n}' enters the loop as {a} but the "
-                             f"body makes it {b}{_where()}. A loop variable must keep its dtype: "
-                             "cast inside the body, or initialize it with the final dtype.")
-        if isinstance(a, TensorType) and (len(a.shape) != len(b.shape) or any(
-                x is not None and x != y for x, y in zip(a.shape, b.shape))):
-            hint = "" if have_invariants else (
-                f" If it is meant to grow, pass shape_invariants with None for that "
-                f"dimension (e.g. {[None if x != y else x for x, y in zip(a.shape, b.shape)]}).")
-            raise ValueError(f"while_loop: loop variable '{n}' has shape {list(a.shape)} on "
-                             f"entry but {list(b.shape)} after one iteration{_where()}.{hint}")
+def _allowed_type(t, shape, name):
+    """The loop var's type inside the loop: its initial type relaxed by its shape invariant."""
+    if shape is _EXACT or not isinstance(t, TensorType):
+        return t
+    if shape is None:
+        return TensorType(t.dtype, (None,) * len(t.shape))
+    if len(shape) != len(t.shape) or any(a is not None and a != b
+                                         for a, b in zip(shape, t.shape)):
+        raise ValueError(f"while_loop: shape invariant {list(shape)} for '{name}' does not fit "
+                         f"its initial shape {list(t.shape)}{_where()}")
+    return TensorType(t.dtype, shape)
 
 
-def _eager_while(cond, body, vars_, maximum_iterations, single):
-    vs = list(vars_)
-    i = 0
+def _refine_list_type(inp, out):
+    if isinstance(inp, ListType) and inp.element_shape is None and \
+            isinstance(out, ListType) and out.element_shape is not None:
+        return out
+    return inp
+
+
+def _max_iterations_tensor(maximum_iterations):
+    m = maximum_iterations
+    if type(m) is Tensor or hasattr(m, "_as_tensor"):
+        m = convert_to_tensor(m)
+        if not m.dtype.is_integer or m.shape != ():
+            raise TypeError(f"while_loop: maximum_iterations must be a scalar integer, got "
+                            f"{m.dtype.name}{list(m.shape)}")
+        return m if m.dtype is _dt.int32 else bind("cast", m, dtype=_dt.int32)
+    if isinstance(m, bool) or not isinstance(m, (int, np.integer)):
+        raise TypeError(f"while_loop: maximum_iterations must be an int, got {m!r}")
+    return convert_to_tensor(int(m), _dt.int32)
+
+
+def _check_cond_result(r):
+    if isinstance(r, (bool, np.bool_)) and current_graph() is None:
+        return bool(r)
+    r = convert_to_tensor(r)
+    if r.dtype is not _dt.bool_ or r.shape != ():
+        raise TypeError(f"while_loop: cond must return a scalar bool, got {r.dtype.name}"
+                        f"{list(r.shape)}{_where()}")
+    return r
+
+
+def _body_output(out, vars_, single):
+    """The body's result as a list shaped like the loop vars (ValueError when it is not)."""
+    flat = [out] if single or not isinstance(out, (list, tuple)) else list(out)
+    if len(vars_) == 1 and not nest.same_structure(flat, vars_) and \
+            nest.same_structure([out], vars_):
+        flat = [out]        # one loop var that is itself a list/tuple
+    if not nest.same_structure(flat, vars_):
+        raise ValueError(f"while_loop: body returned {_describe(out)} but the loop vars are "
+                         f"{_describe(vars_)}{_where()}; it must return the loop vars' structure")
+    return flat
+
+
+def _check_loop_var(name, a, b, have_invariants, when):
+    """`a`: the type a loop var may have inside the loop; `b`: what the body made of it."""
+    if type(a) is not type(b) or a.dtype is not b.dtype:
+        raise ValueError(f"while_loop: loop variable '{name}' enters the loop as {a} but the "
+                         f"body makes it {b}{_where()}. A loop variable must keep its dtype: "
+                         "cast inside the body, or initialize it with the final dtype.")
+    if isinstance(a, TensorType) and (len(a.shape) != len(b.shape) or any(
+            x is not None and x != y for x, y in zip(a.shape, b.shape))):
+        hint = ""
+        if len(a.shape) == len(b.shape):
+            fit = [None if x != y else x for x, y in zip(a.shape, b.shape)]
+            hint = (f" If it is meant to change, pass shape_invariants with None for that "
+                    f"dimension (e.g. {fit} for '{name}').")
+        elif not have_invariants:
+            hint = " A loop variable must keep its rank."
+        raise ValueError(f"while_loop: loop variable '{name}' has shape {list(a.shape)} on "
+                         f"entry but {list(b.shape)} {when}{_where()}.{hint}")
+
+
+def _eager_type(x):
+    if hasattr(x, "_to_flow"):
+        return ListType(x.dtype, None)
+    if type(x) is Tensor or hasattr(x, "_as_tensor"):
+        return TensorType(x.dtype, tuple(x.shape))
+    return None     # Python data: only checked once it becomes a tensor
+
+
+def _eager_while(cond, body, loop_vars, vars_, single, shapes, maximum_iterations, names):
+    """Plain Python loop with the same checks (structure, dtype, shape) as the traced loop."""
     limit = None if maximum_iterations is None else int(maximum_iterations)
-    while (limit is None or i < limit) and bool(cond(*vs)):
-        out = body(*vs)
-        vs = [out] if single or not isinstance(out, (list, tuple)) else list(out)
-        if len(vs) != len(vars_):
-            raise ValueError(f"while_loop: body returned {len(vs)} values for {len(vars_)} "
-                             "loop vars")
+    allowed = []
+    for x, s, n in zip(nest.flatten(vars_), shapes or [_EXACT] * len(names), names):
+        t = _eager_type(x)
+        if t is None and is_number(x):
+            t = convert_to_tensor(x).type
+        allowed.append(None if t is None else _allowed_type(t, s, n))
+    vs, i = vars_, 0
+    while True:
+        go = bool(_check_cond_result(cond(*vs)))
+        if not go or (limit is not None and i >= limit):
+            break
+        vs = _body_output(body(*vs), vars_, single)
+        for n, a, x in zip(names, allowed, nest.flatten(vs)):
+            b = _eager_type(x)
+            if a is not None and b is not None:
+                _check_loop_var(n, a, b, shapes is not None, f"after iteration {i + 1}")
         i += 1
-    if single:
-        return vs[0]
-    return tuple(vs) if isinstance(vars_, tuple) else vs
+    return nest.pack_as(loop_vars, nest.flatten(vs))
