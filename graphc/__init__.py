@@ -3,6 +3,7 @@ from . import config, errors, random
 from .dtypes import DType, as_dtype, float32, float64, int32, int64, bool_ as bool  # noqa: A001
 from .errors import RetracingWarning
 from .runtime import ops as _ops
+from .runtime.autodiff import GradientTape, stop_gradient
 from .runtime.concrete import ConcreteFunction
 from .runtime.control_flow import cond, while_loop
 from .runtime.dispatch import constant, convert_to_tensor

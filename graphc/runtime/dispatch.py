@@ -6,6 +6,7 @@ import numpy as np
 from .. import dtypes as _dt
 from . import context
 from .context import _stack
+from .autodiff import _tapes, record
 from .registry import REGISTRY
 from .tensor import Tensor, OPS
 from .types import TensorType, ResourceType
@@ -25,8 +26,14 @@ def bind(type_, *inputs, **attrs):
     if not out_types:
         return None
     if len(out_types) == 1:
-        return Tensor._concrete(_fix(result, out_types[0]))
-    return tuple(Tensor._concrete(_fix(r, t)) for r, t in zip(result, out_types))
+        out = Tensor._concrete(_fix(result, out_types[0]))
+        if _tapes:
+            record(opdef, inputs, (out,), attrs)
+        return out
+    outs = tuple(Tensor._concrete(_fix(r, t)) for r, t in zip(result, out_types))
+    if _tapes:
+        record(opdef, inputs, outs, attrs)
+    return outs
 
 
 def _fix(value, t):
@@ -59,6 +66,8 @@ def _bind_graph(g, opdef, inputs, attrs):
     out_types = opdef.infer([v.type for v in values], **attrs)
     op = g.add_op(opdef.type, values, attrs, out_types, context.user_location())
     outs = [Tensor._symbolic(v, g) for v in op.outputs]
+    if _tapes and outs:
+        record(opdef, inputs, outs, attrs)
     if not outs:
         return None
     return outs[0] if len(outs) == 1 else tuple(outs)

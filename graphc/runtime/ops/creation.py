@@ -4,7 +4,7 @@ import numpy as np
 from ... import dtypes as _dt
 from ..dispatch import bind, constant, convert_to_tensor, is_number
 from ..registry import register, ELEMENTWISE, OPAQUE
-from ..tensor import Tensor
+from ..tensor import Tensor, OPS
 from ._rules import NUMERIC, check_kind, tensor
 
 
@@ -41,7 +41,7 @@ def _fill_infer(types, shape):
 
 
 register("fill", _fill_infer, lambda v, shape: np.full(shape, v), kind=ELEMENTWISE,
-         scalar="{0}", nondiff=False)
+         scalar="{0}", vjp=lambda gs, outs, ins, shape: [OPS["reduce_sum"](gs[0])])
 
 
 def fill(dims, value, name=None):

@@ -5,7 +5,9 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ..dispatch import bind, convert_like, convert_to_tensor
+from ..autodiff import unbroadcast
 from ..registry import register, ELEMENTWISE
+from ..tensor import OPS as P
 from ._rules import (FLOAT, NUMERIC, INTEGER, BOOL, ANY, check_kind, same_dtype,
                      broadcast_shapes, tensor)
 
@@ -18,14 +20,17 @@ def _quiet(fn):
     return impl
 
 
-def _unary(name, np_fn, scalar, kind=NUMERIC):
+def _unary(name, np_fn, scalar, kind=NUMERIC, vjp=None):
+    """vjp: (g, out, x) -> dx, or None for a non-differentiable op."""
     def infer(types):
         check_kind(name, types[0], kind)
         return [types[0]]
-    register(name, infer, np_fn, kind=ELEMENTWISE, scalar=scalar)
+    rule = None if vjp is None else (lambda gs, outs, ins: [vjp(gs[0], outs[0], ins[0])])
+    register(name, infer, np_fn, kind=ELEMENTWISE, scalar=scalar, vjp=rule, nondiff=vjp is None)
 
 
-def _binary(name, np_fn, scalar, kind=NUMERIC, out=None):
+def _binary(name, np_fn, scalar, kind=NUMERIC, out=None, vjp=None):
+    """vjp: (g, out, x, y) -> (dx, dy) before un-broadcasting, or None (not differentiable)."""
     """out: None (same dtype as inputs), a DType, or a callable dtype -> dtype."""
     def infer(types):
         dtype = same_dtype(name, types)
@@ -34,37 +39,61 @@ def _binary(name, np_fn, scalar, kind=NUMERIC, out=None):
         shape = broadcast_shapes(name, *(t.shape for t in types))
         res = dtype if out is None else (out(dtype) if callable(out) else out)
         return [tensor(res, shape)]
-    register(name, infer, np_fn, kind=ELEMENTWISE, scalar=scalar)
+
+    def rule(gs, outs, ins):
+        x, y = ins
+        dx, dy = vjp(gs[0], outs[0], x, y)
+        return [None if dx is None else unbroadcast(dx, x.shape),
+                None if dy is None else unbroadcast(dy, y.shape)]
+    register(name, infer, np_fn, kind=ELEMENTWISE, scalar=scalar,
+             vjp=None if vjp is None else rule, nondiff=vjp is None)
+
+
+# Gradient rules use the public functions below (P), so they work eagerly and while tracing.
+def _zero(g):
+    return P["zeros_like"](g)
+
+
+def _pow_vjp(g, out, x, y):
+    safe_log = P["where"](x > 0, P["log"](P["where"](x > 0, x, P["ones_like"](x))), _zero(x))
+    return g * y * x ** (y - 1), g * out * safe_log
 
 
 # -- arithmetic -------------------------------------------------------------------------
-_binary("add", np.add, "({0} + {1})")
-_binary("subtract", np.subtract, "({0} - {1})")
-_binary("multiply", np.multiply, "({0} * {1})")
+_binary("add", np.add, "({0} + {1})", vjp=lambda g, o, x, y: (g, g))
+_binary("subtract", np.subtract, "({0} - {1})", vjp=lambda g, o, x, y: (g, -g))
+_binary("multiply", np.multiply, "({0} * {1})", vjp=lambda g, o, x, y: (g * y, g * x))
 _binary("divide", _quiet(np.true_divide), "({0} / {1})",
-        out=lambda d: d if d.is_floating else _dt.float64)
-_binary("floordiv", _quiet(np.floor_divide), "({0} // {1})")
-_binary("mod", _quiet(np.mod), "({0} % {1})")
-_binary("pow", _quiet(np.power), "({0} ** {1})")
-_binary("maximum", np.maximum, "max({0}, {1})")
-_binary("minimum", np.minimum, "min({0}, {1})")
+        out=lambda d: d if d.is_floating else _dt.float64,
+        vjp=lambda g, o, x, y: (g / y, -g * o / y))
+_binary("floordiv", _quiet(np.floor_divide), "({0} // {1})",
+        vjp=lambda g, o, x, y: (_zero(x), _zero(y)))
+_binary("mod", _quiet(np.mod), "({0} % {1})",
+        vjp=lambda g, o, x, y: (g, -g * P["floordiv"](x, y)))
+_binary("pow", _quiet(np.power), "({0} ** {1})", vjp=_pow_vjp)
+_binary("maximum", np.maximum, "max({0}, {1})",
+        vjp=lambda g, o, x, y: (P["where"](x >= y, g, _zero(g)), P["where"](x >= y, _zero(g), g)))
+_binary("minimum", np.minimum, "min({0}, {1})",
+        vjp=lambda g, o, x, y: (P["where"](x <= y, g, _zero(g)), P["where"](x <= y, _zero(g), g)))
 
-_unary("negative", np.negative, "(-{0})")
-_unary("abs", np.abs, "abs({0})")
-_unary("sign", np.sign, "sign({0})")
-_unary("square", np.square, "({0} * {0})")
-_unary("exp", _quiet(np.exp), "exp({0})", FLOAT)
-_unary("log", _quiet(np.log), "log({0})", FLOAT)
-_unary("log1p", _quiet(np.log1p), "log1p({0})", FLOAT)
-_unary("sqrt", _quiet(np.sqrt), "sqrt({0})", FLOAT)
-_unary("rsqrt", _quiet(lambda x: 1 / np.sqrt(x)), "(1 / sqrt({0}))", FLOAT)
-_unary("sin", np.sin, "sin({0})", FLOAT)
-_unary("cos", np.cos, "cos({0})", FLOAT)
-_unary("tan", _quiet(np.tan), "tan({0})", FLOAT)
-_unary("tanh", np.tanh, "tanh({0})", FLOAT)
-_unary("floor", np.floor, "floor({0})", FLOAT)
-_unary("ceil", np.ceil, "ceil({0})", FLOAT)
-_unary("round", np.round, "rint({0})", FLOAT)
+_unary("negative", np.negative, "(-{0})", vjp=lambda g, o, x: -g)
+_unary("abs", np.abs, "abs({0})", vjp=lambda g, o, x: g * P["sign"](x))
+_unary("sign", np.sign, "sign({0})", vjp=lambda g, o, x: _zero(x))
+_unary("square", np.square, "({0} * {0})", vjp=lambda g, o, x: g * 2 * x)
+_unary("exp", _quiet(np.exp), "exp({0})", FLOAT, vjp=lambda g, o, x: g * o)
+_unary("log", _quiet(np.log), "log({0})", FLOAT, vjp=lambda g, o, x: g / x)
+_unary("log1p", _quiet(np.log1p), "log1p({0})", FLOAT, vjp=lambda g, o, x: g / (1 + x))
+_unary("sqrt", _quiet(np.sqrt), "sqrt({0})", FLOAT, vjp=lambda g, o, x: g * 0.5 / o)
+_unary("rsqrt", _quiet(lambda x: 1 / np.sqrt(x)), "(1 / sqrt({0}))", FLOAT,
+       vjp=lambda g, o, x: g * -0.5 * o / x)
+_unary("sin", np.sin, "sin({0})", FLOAT, vjp=lambda g, o, x: g * P["cos"](x))
+_unary("cos", np.cos, "cos({0})", FLOAT, vjp=lambda g, o, x: -g * P["sin"](x))
+_unary("tan", _quiet(np.tan), "tan({0})", FLOAT, vjp=lambda g, o, x: g * (1 + o * o))
+_unary("tanh", np.tanh, "tanh({0})", FLOAT, vjp=lambda g, o, x: g * (1 - o * o))
+_unary("floor", np.floor, "floor({0})", FLOAT, vjp=lambda g, o, x: _zero(x))
+_unary("ceil", np.ceil, "ceil({0})", FLOAT, vjp=lambda g, o, x: _zero(x))
+_unary("round", np.round, "rint({0})", FLOAT, vjp=lambda g, o, x: _zero(x))
+_unary("stop_gradient", lambda x: x, "{0}", kind=ANY)   # identity; no vjp: blocks gradients
 
 
 _erf_ufunc = []
@@ -79,7 +108,8 @@ def _erf(x):
     return _erf_ufunc[0](x)
 
 
-_unary("erf", _erf, "erf({0})", FLOAT)
+_unary("erf", _erf, "erf({0})", FLOAT,
+       vjp=lambda g, o, x: g * (2 / math.sqrt(math.pi)) * P["exp"](-(x * x)))
 
 # -- comparison and logic ---------------------------------------------------------------
 for _name, _fn, _sym in [("equal", np.equal, "=="), ("not_equal", np.not_equal, "!="),
@@ -99,7 +129,15 @@ def _where_infer(types):
     return [tensor(dtype, broadcast_shapes("where", c.shape, x.shape, y.shape))]
 
 
-register("where", _where_infer, np.where, kind=ELEMENTWISE, scalar="({1} if {0} else {2})")
+def _where_vjp(gs, outs, ins):
+    c, x, y = ins
+    g = gs[0]
+    return [None, unbroadcast(P["where"](c, g, _zero(g)), x.shape),
+            unbroadcast(P["where"](c, _zero(g), g), y.shape)]
+
+
+register("where", _where_infer, np.where, kind=ELEMENTWISE, scalar="({1} if {0} else {2})",
+         vjp=_where_vjp)
 
 
 def _cast_infer(types, dtype):
@@ -109,7 +147,9 @@ def _cast_infer(types, dtype):
 
 
 register("cast", _cast_infer, lambda x, dtype: np.asarray(x).astype(dtype.np),
-         kind=ELEMENTWISE, scalar="{dtype}({0})")
+         kind=ELEMENTWISE, scalar="{dtype}({0})",
+         vjp=lambda gs, outs, ins, dtype: [P["cast"](gs[0], ins[0].dtype)
+                                           if ins[0].dtype.is_floating else None])
 
 
 # -- public functions -------------------------------------------------------------------
