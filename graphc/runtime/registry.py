@@ -40,3 +40,10 @@ def register(type_, infer, numpy, **rules):
     opdef = OpDef(type_, infer, numpy, **rules)
     REGISTRY[type_] = opdef
     return opdef
+
+
+def defvjp(type_, rule):
+    """Attach a gradient rule to an op registered elsewhere (control flow keeps its rules in
+    the autodiff modules, which need the executor and tracer the op modules must not import)."""
+    from dataclasses import replace
+    REGISTRY[type_] = replace(REGISTRY[type_], vjp=rule, nondiff=False)
