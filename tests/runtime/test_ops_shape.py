@@ -195,3 +195,15 @@ def test_unstack_needs_a_known_size():
         f(np.zeros((2, 3), np.float32))
     g = gc.function(lambda x: gc.unstack(x, axis=1), input_signature=[SPEC], backend="numpy")
     assert [tuple(o.shape) for o in g.get_concrete_function().outputs] == [(None,)] * 3
+
+
+def test_runtime_errors_of_dynamic_shapes_are_invalid_argument():
+    spec = [gc.TensorSpec([None, 3])]
+    f = gc.function(lambda x: gc.reshape(x, [gc.shape(x)[0], 5]), input_signature=spec,
+                    backend="numpy")
+    with pytest.raises(gc.errors.InvalidArgumentError, match=r"reshape.*\(2, ?5\)"):
+        f(np.zeros((2, 3), np.float32))
+    g = gc.function(lambda x, y: gc.concat([x, y], 0), backend="numpy",
+                    input_signature=[gc.TensorSpec([2, None]), gc.TensorSpec([2, None])])
+    with pytest.raises(gc.errors.InvalidArgumentError, match="concat"):
+        g(np.zeros((2, 3), np.float32), np.zeros((2, 4), np.float32))

@@ -7,6 +7,7 @@ A 1-D+ int tensor (or list of ints) gathers along its axis, in place (like gc.ga
 """
 import numpy as np
 
+from ...errors import InvalidArgumentError
 from ..dispatch import bind, convert_to_tensor
 from ..registry import register, SHAPE
 from ..tensor import Tensor
@@ -91,7 +92,10 @@ def _getitem_impl(x, *tensors, index):
             basic.append(slice(None))
             take = (pos, tensors[int(item[1][1:]) - 1])
         pos += 1
-    y = np.asarray(x[tuple(basic)])
+    try:
+        y = np.asarray(x[tuple(basic)])
+    except IndexError as e:   # only dynamic (tensor) indices get here; static ones are checked
+        raise InvalidArgumentError(f"getitem: {e} (tensor of shape {list(x.shape)})") from None
     if take is not None:
         from .shape import _gather_impl
         y = _gather_impl(y, take[1], axis=take[0])

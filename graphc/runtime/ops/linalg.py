@@ -5,7 +5,7 @@ from ..dispatch import bind, convert_like, convert_to_tensor
 from ..registry import register, LINALG
 from ..tensor import Tensor
 from ._rules import NUMERIC, check_kind, same_dtype, broadcast_shapes, tensor
-from .reduce import static_int, normalize_axis
+from .reduce import static_int, normalize_axis, run_checked
 
 
 def _dims(shape):
@@ -44,7 +44,7 @@ def _matmul_impl(a, b, transpose_a, transpose_b):
     return np.matmul(a, b)
 
 
-register("matmul", _matmul_infer, _matmul_impl, kind=LINALG)
+register("matmul", _matmul_infer, run_checked("matmul", _matmul_impl), kind=LINALG)
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, name=None):

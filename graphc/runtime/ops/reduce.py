@@ -8,6 +8,7 @@ import numbers
 import numpy as np
 
 from ... import dtypes as _dt
+from ...errors import InvalidArgumentError
 from ..dispatch import bind, constant, convert_to_tensor
 from ..registry import register, REDUCE, OPAQUE
 from ..tensor import Tensor
@@ -44,6 +45,20 @@ def normalize_axes(op, axis, ndim):
     if len(set(axes)) != len(axes):
         raise ValueError(f"{op}: axis {axis!r} names the same axis twice")
     return tuple(sorted(axes))
+
+
+def run_checked(op, fn):
+    """A numpy impl whose shape errors (possible only with run-time dims) become
+    InvalidArgumentError naming the op, on every path that runs it."""
+    def impl(*args, **attrs):
+        try:
+            return fn(*args, **attrs)
+        except InvalidArgumentError:
+            raise
+        except (ValueError, IndexError) as e:
+            raise InvalidArgumentError(f"{op} failed at run time: {e}") from None
+    impl.__name__ = getattr(fn, "__name__", op)
+    return impl
 
 
 def _reduced_shape(shape, axes, keepdims):

@@ -12,7 +12,7 @@ from ..dispatch import bind, constant, convert_like, convert_to_tensor
 from ..registry import register, SHAPE, OPAQUE
 from ..tensor import Tensor
 from ._rules import INTEGER, check_kind, same_dtype, tensor
-from .reduce import static_int, normalize_axis, normalize_axes
+from .reduce import static_int, normalize_axis, normalize_axes, run_checked
 
 
 def _dims(shape):
@@ -105,7 +105,7 @@ def _reshape_impl(x, *dynamic, shape):
     return np.reshape(x, target)
 
 
-register("reshape", _reshape_infer, _reshape_impl, kind=SHAPE)
+register("reshape", _reshape_infer, run_checked("reshape", _reshape_impl), kind=SHAPE)
 
 
 def reshape(tensor, shape, name=None):
@@ -213,7 +213,8 @@ def _concat_infer(types, axis):
     return [tensor(dtype, tuple(out))]
 
 
-register("concat", _concat_infer, lambda *xs, axis: np.concatenate(xs, axis), kind=SHAPE)
+register("concat", _concat_infer,
+         run_checked("concat", lambda *xs, axis: np.concatenate(xs, axis)), kind=SHAPE)
 
 
 def concat(values, axis, name=None):
