@@ -27,8 +27,8 @@ def basic_index(draw, shape):
             step = draw(st.one_of(st.none(), st.integers(-3, 3).filter(lambda s: s != 0)))
             items.append(slice(draw(bound), draw(bound), step))
             dim += 1
-    if use_ellipsis:
-        items.insert(draw(st.integers(0, len(items))), Ellipsis)
+    if use_ellipsis:   # in the middle, the items after it would address trailing axes
+        items.append(Ellipsis)
     return tuple(items)
 
 
