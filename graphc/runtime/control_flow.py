@@ -274,15 +274,10 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
         return flat
 
     struct_in = vars_ + ([0] if counter else [])
-    while True:
-        cg, c_res = _trace_fn(g, "cond", call_cond, in_types, struct_in)
-        bg, b_res = _trace_fn(g, "body", call_body, in_types, struct_in)
-        _finish_outputs(cg, [c_res], "while_loop cond")
-        _finish_outputs(bg, b_res, "while_loop body", [t.dtype for t in in_types])
-        refined = [_refine_list_type(v.type, o.type) for v, o in zip(bg.inputs, bg.outputs)]
-        if refined == in_types:
-            break
-        in_types = refined   # a TensorArray's element shape became known in the body: retrace
+    cg, c_res = _trace_fn(g, "cond", call_cond, in_types, struct_in)
+    bg, b_res = _trace_fn(g, "body", call_body, in_types, struct_in)
+    _finish_outputs(cg, [c_res], "while_loop cond")
+    _finish_outputs(bg, b_res, "while_loop body", [t.dtype for t in in_types])
     for i, (v, o) in enumerate(zip(bg.inputs, bg.outputs)):
         _check_loop_var(_name(names + ["<iteration counter>"], i), v.type, o.type,
                         shapes is not None, "after one iteration")
@@ -344,13 +339,6 @@ def _allowed_type(t, shape, name):
         raise ValueError(f"while_loop: shape invariant {list(shape)} for '{name}' does not fit "
                          f"its initial shape {list(t.shape)}{_where()}")
     return TensorType(t.dtype, shape)
-
-
-def _refine_list_type(inp, out):
-    if isinstance(inp, ListType) and inp.element_shape is None and \
-            isinstance(out, ListType) and out.element_shape is not None:
-        return out
-    return inp
 
 
 def _max_iterations_tensor(maximum_iterations):

@@ -1,0 +1,355 @@
+"""gc.TensorArray eagerly and traced (straight-line, in while loops and conds), against numpy."""
+import functools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import graphc as gc
+from graphc.errors import InvalidArgumentError
+from graphc.runtime.graph import walk
+
+function = functools.partial(gc.function, autograph=False)
+DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32, "int64": np.int64}
+
+
+@st.composite
+def elements(draw):
+    """A list of n same-shaped arrays of one dtype (n may be 0)."""
+    dtype = draw(st.sampled_from(sorted(DTYPES)))
+    shape = tuple(draw(st.lists(st.integers(1, 3), min_size=0, max_size=2)))
+    n = draw(st.integers(0, 4))
+    seed = draw(st.integers(0, 2**16))
+    rng = np.random.default_rng(seed)
+    values = [(rng.standard_normal(shape) * 10).astype(DTYPES[dtype]) for _ in range(n)]
+    return dtype, shape, values
+
+
+def _fill(ta, values, order):
+    for i in order:
+        ta = ta.write(i, values[i])
+    return ta
+
+
+def _ops(ta, n, shape):
+    """Every read-side op on a filled array, as a dict of tensors."""
+    out = {"stack": ta.stack(), "size": ta.size(), "gather": ta.gather(list(range(n))[::-1])}
+    if n:
+        out["read_last"] = ta.read(n - 1)
+    if shape:
+        out["concat"] = ta.concat()
+    return out
+
+
+def _expected(values, dtype, shape):
+    n = len(values)
+    stacked = np.stack(values) if n else np.zeros((0,) + shape, DTYPES[dtype])
+    out = {"stack": stacked, "size": np.int32(n), "gather": stacked[::-1]}
+    if n:
+        out["read_last"] = values[-1]
+    if shape:
+        out["concat"] = stacked.reshape((-1,) + shape[1:])
+    return out
+
+
+def _check(got, want):
+    assert set(got) == set(want)
+    for k in want:
+        g = got[k].numpy()
+        assert g.dtype == np.asarray(want[k]).dtype, k
+        np.testing.assert_array_equal(g, want[k], err_msg=k)
+
+
+@settings(max_examples=25, deadline=None)
+@given(elements(), st.randoms(use_true_random=False))
+def test_eager_matches_numpy(case, rnd):
+    dtype, shape, values = case
+    order = list(range(len(values)))
+    rnd.shuffle(order)   # writes in any order
+    ta = gc.TensorArray(getattr(gc, dtype), size=len(values), element_shape=shape)
+    ta = _fill(ta, values, order)
+    _check(_ops(ta, len(values), shape), _expected(values, dtype, shape))
+    assert ta.dtype is getattr(gc, dtype) and ta.element_shape == shape
+
+
+@settings(max_examples=20, deadline=None)
+@given(elements())
+def test_traced_matches_eager_and_numpy(case):
+    dtype, shape, values = case
+    n = len(values)
+
+    @function
+    def f(*xs):
+        ta = gc.TensorArray(getattr(gc, dtype), size=n, element_shape=shape)
+        return _ops(_fill(ta, xs, range(n)), n, shape)
+
+    got = f(*[gc.constant(v) for v in values])
+    _check(got, _expected(values, dtype, shape))
+    assert f.get_concrete_function(*[gc.constant(v) for v in values]).outputs[0].shape[0] == n
+
+
+def test_dynamic_size_grows_and_unwritten_gap_is_an_error():
+    ta = gc.TensorArray(gc.float32, size=1, dynamic_size=True)
+    ta = ta.write(0, 1.0).write(3, 4.0)
+    assert int(ta.size()) == 4
+    with pytest.raises(InvalidArgumentError, match="element 1 .*size 4.* not been written"):
+        ta.stack()
+    ta = ta.write(1, 2.0).write(2, 3.0)
+    np.testing.assert_array_equal(ta.stack().numpy(), [1, 2, 3, 4])
+
+
+@pytest.mark.parametrize("index", [3, 7, -1])
+def test_write_out_of_range_names_index_and_size(index):
+    ta = gc.TensorArray(gc.float32, size=3)
+    with pytest.raises(InvalidArgumentError, match=f"index {index} is out of range.*size 3"):
+        ta.write(index, 1.0)
+
+
+def test_read_errors_name_the_index():
+    ta = gc.TensorArray(gc.int32, size=2).write(0, 5)
+    with pytest.raises(InvalidArgumentError, match="element 1 .*not been written"):
+        ta.read(1)
+    with pytest.raises(InvalidArgumentError, match="index 2 is out of range.*size 2"):
+        ta.read(2)
+    with pytest.raises(InvalidArgumentError, match="index 4 is out of range"):
+        ta.gather([0, 4])
+    assert int(ta.read(np.int64(0))) == 5 and int(ta.read(gc.constant(0))) == 5
+
+
+def test_dtype_mismatch_is_a_type_error():
+    ta = gc.TensorArray(gc.float32, size=2)
+    with pytest.raises(TypeError, match="holds float32 but the value is int32.*gc.cast"):
+        ta.write(0, gc.constant(1))
+    with pytest.raises(TypeError, match="cannot store 1.5 in a TensorArray of int32"):
+        gc.TensorArray(gc.int32, size=1).write(0, 1.5)
+    with pytest.raises(TypeError, match="index must be"):
+        ta.write(0.5, 1.0)
+    # Python numbers take the array's dtype, as in TF
+    assert ta.write(0, 2).read(0).dtype is gc.float32
+
+
+def test_element_shape_mismatch_is_a_value_error():
+    ta = gc.TensorArray(gc.float32, size=2, element_shape=[2])
+    with pytest.raises(ValueError, match=r"shape \[3\] does not match .*element shape \[2\]"):
+        ta.write(0, [1.0, 2.0, 3.0])
+    ta = gc.TensorArray(gc.float32, size=2).write(0, [1.0, 2.0])   # first write fixes it
+    assert ta.element_shape == (2,)
+    with pytest.raises(ValueError, match=r"shape \[\] does not match .*element shape \[2\]"):
+        ta.write(1, 3.0)
+
+
+def test_empty_stack_needs_a_known_element_shape():
+    ta = gc.TensorArray(gc.float64, size=0, element_shape=(2, 3))
+    out = ta.stack()
+    assert out.shape == (0, 2, 3) and out.dtype is gc.float64
+    assert ta.concat().shape == (0, 3)
+    with pytest.raises(ValueError, match="element shape is not known"):
+        gc.TensorArray(gc.float32).stack()
+    with pytest.raises(ValueError, match="scalars; use stack"):
+        gc.TensorArray(gc.float32, size=1).write(0, 1.0).concat()
+
+
+def test_unstack_fills_rows_and_checks_size():
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    ta = gc.TensorArray(gc.float32, size=3).unstack(x)
+    np.testing.assert_array_equal(ta.read(2).numpy(), x[2])
+    np.testing.assert_array_equal(ta.stack().numpy(), x)
+    with pytest.raises(InvalidArgumentError, match="cannot unstack 3 elements into .*size 2"):
+        gc.TensorArray(gc.float32, size=2).unstack(x)
+    grown = gc.TensorArray(gc.float32, size=0, dynamic_size=True).unstack(x)
+    assert int(grown.size()) == 3
+    with pytest.raises(ValueError, match="does not match"):
+        gc.TensorArray(gc.float32, size=3, element_shape=[3]).unstack(x)
+
+
+def test_traced_unstack_gather_concat():
+    x = np.arange(12, dtype=np.float64).reshape(4, 3)
+
+    @function
+    def f(x, idx):
+        ta = gc.TensorArray(gc.float64, size=4).unstack(x)
+        return ta.gather(idx), ta.concat(), ta.read(idx[0]) * 2.0
+
+    idx = np.array([3, 1], np.int32)
+    g, c, r = f(x, idx)
+    np.testing.assert_array_equal(g.numpy(), x[idx])
+    np.testing.assert_array_equal(c.numpy(), x.reshape(-1))
+    np.testing.assert_array_equal(r.numpy(), x[3] * 2)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 6), st.lists(st.floats(-10, 10, width=32), min_size=2, max_size=2))
+def test_while_loop_writes_with_symbolic_counter(n, x0):
+    x = np.array(x0, np.float32)
+
+    def build(x, n):
+        ta = gc.TensorArray(gc.float32, size=0, dynamic_size=True, element_shape=[2])
+
+        def body(i, acc, ta):
+            acc = acc * 0.5 + x
+            return i + 1, acc, ta.write(i, acc)
+
+        _, _, ta = gc.while_loop(lambda i, acc, ta: i < n, body, [0, gc.zeros([2]), ta])
+        return ta.stack(), ta.size()
+
+    traced = function(build)(gc.constant(x), gc.constant(n))
+    eager = build(gc.constant(x), gc.constant(n))
+    acc, rows = np.zeros(2, np.float32), []
+    for _ in range(n):
+        acc = acc * np.float32(0.5) + x
+        rows.append(acc)
+    want = np.stack(rows) if rows else np.zeros((0, 2), np.float32)
+    for stacked, size in (traced, eager):
+        np.testing.assert_allclose(stacked.numpy(), want, rtol=1e-6)
+        assert int(size) == n
+
+
+def test_element_shape_learned_in_loop_body_and_fresh_list_per_call():
+    @function
+    def f(x):
+        ta = gc.TensorArray(gc.float32, size=3)   # element shape unknown until the body writes
+
+        def body(i, ta):
+            return i + 1, ta.write(i, x * gc.cast(i, gc.float32))
+        _, ta = gc.while_loop(lambda i, ta: i < 3, body, (0, ta))
+        return ta.stack(), ta.read(2), ta
+
+    x = np.array([1.0, -2.0], np.float32)
+    for _ in range(2):   # a second call must not see the first call's list
+        stacked, last, returned = f(x)
+        np.testing.assert_array_equal(stacked.numpy(), np.outer([0, 1, 2], x))
+        np.testing.assert_array_equal(returned.numpy(), stacked.numpy())
+        np.testing.assert_array_equal(last.numpy(), 2 * x)
+    cf = f.get_concrete_function(x)
+    assert cf.outputs[0].shape == (3, 2)      # static size and element shape survive the loop
+    assert [op.type for op in cf.graph.operations].count("tensor_list_new") == 1
+
+
+def test_tensor_array_through_cond_branches():
+    @function
+    def f(x, flag):
+        ta = gc.TensorArray(gc.float32, size=2)
+        ta = gc.cond(flag, lambda: ta.write(0, x).write(1, x + 1.0),
+                     lambda: ta.write(0, -x).write(1, x * 3.0))
+        return ta.stack()
+
+    for flag, want in ((True, [[2, 3], [3, 4]]), (False, [[-2, -3], [6, 9]])):
+        np.testing.assert_array_equal(f(np.array([2.0, 3.0], np.float32), flag).numpy(), want)
+        np.testing.assert_array_equal(
+            f(np.array([2.0, 3.0], np.float32), gc.constant(flag)).numpy(), want)
+
+
+def test_read_inside_loop_of_previous_element():
+    """Fibonacci through a TensorArray: the body reads what earlier iterations wrote."""
+    def fib(n):
+        ta = gc.TensorArray(gc.int64, size=0, dynamic_size=True, element_shape=[])
+        ta = ta.write(0, np.int64(0)).write(1, np.int64(1))
+
+        def body(i, ta):
+            return i + 1, ta.write(i, ta.read(i - 1) + ta.read(i - 2))
+        _, ta = gc.while_loop(lambda i, ta: i < n, body, [2, ta])
+        return ta.stack()
+
+    want = [0, 1]
+    while len(want) < 12:
+        want.append(want[-1] + want[-2])
+    np.testing.assert_array_equal(function(fib)(gc.constant(12)).numpy(), want)
+    np.testing.assert_array_equal(fib(gc.constant(12)).numpy(), want)
+
+
+def test_runtime_errors_inside_compiled_functions():
+    @function
+    def overflow(n):
+        ta = gc.TensorArray(gc.float32, size=2)
+        _, ta = gc.while_loop(lambda i, ta: i < n, lambda i, ta: (i + 1, ta.write(i, 1.0)),
+                              [0, ta])
+        return ta.stack()
+
+    np.testing.assert_array_equal(overflow(gc.constant(2)).numpy(), [1, 1])
+    with pytest.raises(InvalidArgumentError, match="index 2 is out of range.*size 2.*dynamic_size"):
+        overflow(gc.constant(3))
+
+    @function
+    def unwritten(i):
+        return gc.TensorArray(gc.float32, size=3, element_shape=[]).write(0, 1.0).read(i)
+
+    assert float(unwritten(gc.constant(0))) == 1.0
+    with pytest.raises(InvalidArgumentError, match="element 1 .*not been written"):
+        unwritten(gc.constant(1))
+
+
+def test_trace_time_errors():
+    @function
+    def bad_shape(x):
+        return gc.TensorArray(gc.float32, size=2, element_shape=[3]).write(0, x).stack()
+
+    with pytest.raises(ValueError, match=r"TensorArray.write: value of shape \[2\]"):
+        bad_shape(np.zeros(2, np.float32))
+
+    @function
+    def bad_dtype(x):
+        return gc.TensorArray(gc.float32, size=2).write(0, x).stack()
+
+    with pytest.raises(TypeError, match="holds float32 but the value is float64"):
+        bad_dtype(np.zeros(2))
+
+    @function
+    def unknown_shape():
+        return gc.TensorArray(gc.float32, size=2).read(0)
+
+    with pytest.raises(ValueError, match="element shape is not known.*element_shape="):
+        unknown_shape()
+
+
+def test_eager_array_cannot_enter_a_graph():
+    ta = gc.TensorArray(gc.float32, size=1)
+
+    @function
+    def f(x):
+        return ta.write(0, x).stack()
+
+    with pytest.raises(ValueError, match="created eagerly cannot be used inside a compiled"):
+        f(gc.constant(1.0))
+
+
+def test_symbolic_size_and_graph_text():
+    @function
+    def f(x):
+        ta = gc.TensorArray(gc.float32, size=gc.shape(x)[0]).unstack(x)
+        return ta.read(0), ta.size()
+
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    first, size = f(x)
+    np.testing.assert_array_equal(first.numpy(), x[0])
+    assert int(size) == 3
+    graph = f.get_concrete_function(x).graph
+    kinds = [op.type for op in walk(graph)]
+    for t in ("tensor_list_new", "tensor_list_unstack", "tensor_list_read", "tensor_list_size"):
+        assert t in kinds
+    text = str(graph)
+    assert "list<float32[2]> = tensor_list_unstack(" in text
+    assert "dynamic_size=False" in text
+
+
+def test_optimized_graph_keeps_list_ops_and_agrees():
+    from graphc.runtime.executor import run_graph
+    from graphc.runtime.passes import optimize
+
+    @function
+    def f(x):
+        ta = gc.TensorArray(gc.float32, size=0, dynamic_size=True)
+
+        def body(i, ta):
+            ta = ta.write(i, x * 2.0)
+            ta.size()                        # unused result: still a kept (effectful) op
+            return i + 1, ta.write(i, x * 2.0)
+        _, ta = gc.while_loop(lambda i, ta: i < 3, body, [0, ta])
+        return ta.stack()
+
+    x = np.array([1.0, 2.0], np.float32)
+    graph = f.get_concrete_function(x).graph
+    opt = optimize(graph)
+    before = sorted(op.type for op in walk(graph) if op.type.startswith("tensor_list"))
+    after = sorted(op.type for op in walk(opt) if op.type.startswith("tensor_list"))
+    assert before == after
+    np.testing.assert_array_equal(run_graph(opt, [x])[0], f(x).numpy())
