@@ -63,8 +63,14 @@ def _eager_type(x):
 
 def _bind_graph(g, opdef, inputs, attrs):
     values = [resolve(g, x) for x in inputs]
-    out_types = opdef.infer([v.type for v in values], **attrs)
-    op = g.add_op(opdef.type, values, attrs, out_types, context.user_location())
+    loc = context.user_location()
+    try:
+        out_types = opdef.infer([v.type for v in values], **attrs)
+    except (TypeError, ValueError) as e:
+        if type(e) not in (TypeError, ValueError) or loc is None:
+            raise
+        raise type(e)(f"{e} (while tracing {context.format_location(loc)})") from None
+    op = g.add_op(opdef.type, values, attrs, out_types, loc)
     outs = [Tensor._symbolic(v, g) for v in op.outputs]
     if _tapes and outs:
         record(opdef, inputs, outs, attrs)
