@@ -17,7 +17,8 @@ class NumpyBackend:
 
 
 BACKENDS = {"numpy": NumpyBackend}
-AUTO_ORDER = ["numba", "numpy"]   # "auto" picks the first available
+AUTO_ORDER = ["numpy"]   # "auto" picks the first available (numba joins once it passes all tests)
+_LAZY = {"numba": "graphc.kernels.cpu"}   # imported on first use: numba is slow to import
 
 
 def register_backend(backend):
@@ -33,12 +34,23 @@ def check_backend(name):
     return name
 
 
+def _load_lazy(name):
+    if name in _LAZY and name not in BACKENDS:
+        try:
+            __import__(_LAZY[name])
+        except ImportError as e:    # only a missing numba makes the backend unavailable
+            if (e.name or "").split(".")[0] not in ("numba", "llvmlite"):
+                raise
+
+
 def get_backend(name):
     if name == "auto":
         for n in AUTO_ORDER:
+            _load_lazy(n)
             b = BACKENDS.get(n)
             if b is not None and b.available():
                 return b
+    _load_lazy(name)
     b = BACKENDS.get(name)
     if b is None or not b.available():
         have = ", ".join(n for n, b in BACKENDS.items() if b.available())

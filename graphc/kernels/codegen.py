@@ -1,0 +1,275 @@
+"""Readable Python loop nests for fused groups, built from the registry's scalar templates.
+
+Layout of a kernel over domain axes i0..i{R-1} with reduced axes A and kept axes K:
+
+    <loads of inputs broadcast along every axis>
+    for <kept axes> (outermost one `prange` in the parallel variant):
+        <loads of inputs broadcast along A>
+        <outer statements, in program order; each reduction is an inner loop nest over A
+         that recomputes the full-level values it needs>
+        <stores of outer outputs>
+        <one final inner loop nest over A computing and storing full-level outputs>
+
+Every statement casts to the op's dtype, so int32 wraps and float32 stays float32 exactly
+as the numpy rules do; each carries a comment naming the op and the user's file:line.
+"""
+import os
+
+import numpy as np
+
+from ..runtime.registry import REGISTRY
+from .fusion import REDUCTIONS
+
+FASTMATH = {"reassoc", "contract", "nsz"}   # never nnan/ninf: NaN and inf keep their meaning
+
+
+def np_name(dtype):
+    return "bool_" if dtype.name == "bool" else dtype.name
+
+
+def where(op):
+    if not op.loc:
+        return op.name
+    return f"{op.name} @ {os.path.basename(op.loc[0])}:{op.loc[1]}"
+
+
+def _identity(kind, dtype):
+    if kind in ("reduce_sum",):
+        return "0"
+    if kind == "reduce_prod":
+        return "1"
+    if kind == "reduce_all":
+        return "True"
+    if kind == "reduce_any":
+        return "False"
+    big = kind == "reduce_min"
+    if dtype.is_floating:
+        return "np.inf" if big else "-np.inf"
+    info = np.iinfo(dtype.np)
+    return str(info.max if big else info.min)
+
+
+def _update(kind, acc, v, cast):
+    if kind == "reduce_sum":
+        return f"{acc} = {cast}({acc} + {v})"
+    if kind == "reduce_prod":
+        return f"{acc} = {cast}({acc} * {v})"
+    if kind == "reduce_max":
+        return f"{acc} = max({acc}, {v})"
+    if kind == "reduce_min":
+        return f"{acc} = min({acc}, {v})"
+    if kind == "reduce_all":
+        return f"{acc} = {acc} & {v}"
+    return f"{acc} = {acc} | {v}"
+
+
+def statement(op, args):
+    """`op`'s scalar template applied to argument expressions, cast to its output dtype."""
+    opdef = REGISTRY[op.type]
+    extra = {}
+    if "dtype" in op.attrs:
+        extra["dtype"] = np_name(op.attrs["dtype"])
+    expr = opdef.scalar.format(*args, **extra)
+    out = op.outputs[0].type.dtype
+    if out.name == "bool":
+        return expr          # comparisons, logic and cast-to-bool already give a bool
+    return f"{np_name(out)}({expr})"
+
+
+class KernelSpec:
+    """What one generated kernel needs: the group, per-input broadcast flags, the rank used."""
+
+    def __init__(self, group, flags, rank, in_ranks, axes):
+        self.group = group
+        self.flags = flags          # per input: tuple of bool (True: index 0 on that dim)
+        self.rank = rank
+        self.in_ranks = in_ranks
+        self.axes = tuple(axes or ())
+
+    def canonical(self):
+        """Text that identifies the kernel: ops with types and attrs, no concrete dims."""
+        g = self.group
+        ids = {id(v): f"in{k}" for k, v in enumerate(g.inputs)}
+        lines = [f"rank={self.rank} axes={self.axes} inputs=" + ",".join(
+            f"{v.type.dtype.name}/{r}/{''.join('b' if f else 'i' for f in fl)}"
+            for v, r, fl in zip(g.inputs, self.in_ranks, self.flags))]
+        for n, op in enumerate(g.ops):
+            for k, v in enumerate(op.outputs):
+                ids[id(v)] = f"v{n}"
+            attrs = {k: (v.name if hasattr(v, "is_floating") else v)
+                     for k, v in sorted(op.attrs.items())}
+            ins = ",".join(ids[id(v)] for v in op.inputs)
+            outs = ",".join(f"{v.type.dtype.name}{len(v.type.shape)}" for v in op.outputs)
+            lines.append(f"v{n}:{outs}={op.type}({ins}){attrs}")
+        lines.append("outputs=" + ",".join(ids[id(v)] for v in g.outputs))
+        return "\n".join(lines)
+
+
+def generate(spec, fname):
+    """Module source defining `fname` (serial) and `fname_par` (prange outer loop)."""
+    body = _Body(spec).lines()
+    src = ["import numpy as np", "from numba import njit, prange",
+           "from graphc.kernels.scalar import *  # noqa: F401,F403", ""]
+    params = _params(spec)
+    for name, rng in ((fname, "range"), (fname + "_par", "prange")):
+        src.append(f"def {name}({params}):")
+        src.extend("    " + ln.replace("RANGE0(", rng + "(") for ln in body)
+        src.append("")
+    fm = "{" + ", ".join(repr(f) for f in sorted(FASTMATH)) + "}"
+    src.append(f"{fname} = njit(cache=True, error_model='numpy', fastmath={fm})({fname})")
+    src.append(f"{fname}_par = njit(cache=True, parallel=True, error_model='numpy', "
+               f"fastmath={fm})({fname}_par)")
+    return "\n".join(src) + "\n"
+
+
+def _params(spec):
+    g = spec.group
+    names = [f"in{k}" for k in range(len(g.inputs))]
+    names += [f"out{k}" for k in range(len(g.outputs))]
+    names += [f"d{a}" for a in range(spec.rank)]
+    return ", ".join(names)
+
+
+class _Body:
+    def __init__(self, spec):
+        self.spec = spec
+        g = spec.group
+        self.g = g
+        self.R = spec.rank
+        self.A = spec.axes
+        self.K = [a for a in range(self.R) if a not in self.A]
+        self.names = {}
+        self.level = {}
+        self.in_index = {}
+        for k, v in enumerate(g.inputs):
+            self.in_index[id(v)] = k
+        self.producer = {id(v): op for op in g.ops for v in op.outputs}
+        self.out_index = {id(v): k for k, v in enumerate(g.outputs)}
+        self._classify()
+
+    # -- levels ---------------------------------------------------------------------------
+    def _input_axes(self, k):
+        """Domain axes that input k is indexed by (those not broadcast)."""
+        r = self.spec.in_ranks[k]
+        return [self.R - r + j for j, f in enumerate(self.spec.flags[k]) if not f]
+
+    def _classify(self):
+        for k, v in enumerate(self.g.inputs):
+            axes = self._input_axes(k)
+            self.level[id(v)] = ("const" if not axes else
+                                 "outer" if not set(axes) & set(self.A) else "full")
+        for n, op in enumerate(self.g.ops):
+            v = op.outputs[0]
+            self.names[id(v)] = f"v{n}"
+            if op.type in REDUCTIONS:
+                self.level[id(v)] = "outer"
+            else:
+                lv = {self.level[id(i)] for i in op.inputs}
+                self.level[id(v)] = "full" if "full" in lv else (
+                    "outer" if "outer" in lv or self.K else "const")
+                if self.level[id(v)] == "const":
+                    self.level[id(v)] = "outer"
+
+    # -- emission -------------------------------------------------------------------------
+    def _load(self, k):
+        r = self.spec.in_ranks[k]
+        if r == 0:
+            return f"in{k}[()]"
+        idx = ["0" if f else f"i{self.R - r + j}" for j, f in enumerate(self.spec.flags[k])]
+        return f"in{k}[{', '.join(idx)}]"
+
+    def _ref(self, v):
+        k = self.in_index.get(id(v))
+        return f"x{k}" if k is not None else self.names[id(v)]
+
+    def _stmt(self, op):
+        v = op.outputs[0]
+        return f"{self.names[id(v)]} = {statement(op, [self._ref(i) for i in op.inputs])}" \
+               f"  # {op.type} {where(op)}"
+
+    def _full_chain(self, sinks):
+        """Input loads and full-level statements needed to compute `sinks`, in order."""
+        need, stack = set(), list(sinks)
+        while stack:
+            v = stack.pop()
+            if id(v) in need or self.level.get(id(v)) != "full":
+                continue
+            need.add(id(v))
+            op = self.producer.get(id(v))
+            if op is not None:
+                stack.extend(op.inputs)
+        loads = [f"x{self.in_index[id(v)]} = {self._load(self.in_index[id(v)])}"
+                 for v in self.g.inputs if id(v) in need]
+        stmts = [self._stmt(op) for op in self.g.ops if id(op.outputs[0]) in need]
+        return loads + stmts
+
+    def _inner(self, body, pad):
+        lines = []
+        for depth, a in enumerate(self.A):
+            lines.append("    " * (pad + depth) + f"for i{a} in range(d{a}):")
+        inner = "    " * (pad + len(self.A))
+        return lines + [inner + b for b in body]
+
+    def _out_index(self, v, full):
+        if full:
+            return ", ".join(f"i{a}" for a in range(self.R))
+        op = self.producer[id(v)]
+        keep = op.type not in REDUCTIONS or op.attrs.get("keepdims")
+        idx = [("0" if a in self.A else f"i{a}") for a in range(self.R)
+               if keep or a not in self.A]
+        return ", ".join(idx) if idx else "()"
+
+    def lines(self):
+        g, out = self.g, []
+        for k, v in enumerate(g.inputs):
+            if self.level[id(v)] == "const":
+                out.append(f"x{k} = {self._load(k)}")
+        pad = 0
+        for depth, a in enumerate(self.K):
+            rng = "RANGE0(" if depth == 0 else "range("
+            out.append("    " * depth + f"for i{a} in {rng}d{a}):")
+            pad = depth + 1
+        sp = "    " * pad
+        for k, v in enumerate(g.inputs):
+            if self.level[id(v)] == "outer":
+                out.append(sp + f"x{k} = {self._load(k)}")
+        full_outs = []
+        for op in g.ops:
+            v = op.outputs[0]
+            if op.type in REDUCTIONS:
+                out.extend(self._reduction(op, pad))
+            elif self.level[id(v)] != "full":
+                out.append(sp + self._stmt(op))
+            if id(v) in self.out_index:
+                if self._is_full_output(v):
+                    full_outs.append(v)
+                else:
+                    out.append(sp + f"out{self.out_index[id(v)]}[{self._out_index(v, False)}]"
+                               f" = {self.names[id(v)]}")
+        if full_outs:
+            body = self._full_chain(full_outs)
+            body += [f"out{self.out_index[id(v)]}[{self._out_index(v, True)}] = "
+                     f"{self.names[id(v)]}" for v in full_outs]
+            out.append(sp + "# store the full-size outputs")
+            out.extend(self._inner(body, pad))
+        if not out:
+            out.append("pass")
+        return out
+
+    def _is_full_output(self, v):
+        op = self.producer[id(v)]
+        if op.type in REDUCTIONS:
+            return False
+        return any(v.type.shape[a] != 1 for a in self.A) or self.level[id(v)] == "full"
+
+    def _reduction(self, op, pad):
+        sp = "    " * pad
+        v, src = op.outputs[0], op.inputs[0]
+        acc = self.names[id(v)]
+        dt = v.type.dtype
+        cast = np_name(dt)
+        lines = [sp + f"# {op.type} over axes {list(self.A)}: {where(op)}",
+                 sp + f"{acc} = {cast}({_identity(op.type, dt)})"]
+        body = self._full_chain([src])
+        body.append(_update(op.type, acc, self._ref(src), cast))
+        return lines + self._inner(body, pad)

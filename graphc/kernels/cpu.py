@@ -1,0 +1,200 @@
+"""The numba CPU backend: optimize, fuse, and run fused kernels, lowered loops and numpy rules.
+
+`NumbaBackend.compile(graph)` returns `run(list of inputs) -> list of outputs`, like the
+numpy interpreter. Every op that is not fused or lowered runs its numpy rule, so the
+backend handles every graph; kernels are compiled lazily, the first time a group runs on
+shapes big enough to be worth it.
+"""
+from functools import partial
+
+from ..errors import InvalidArgumentError
+from ..runtime.backends import register_backend
+from ..runtime.registry import REGISTRY
+from . import cache, codegen
+from .fusion import fuse
+from .groups import GroupRunner
+
+
+class Plan:
+    """The compiled form of one graph: steps over a slot array, plus what describe() shows."""
+
+    def __init__(self, graph):
+        self.source_graph = graph
+        self.graph, self.optimize_error = _optimized(graph)
+        self.groups = []       # GroupRunner
+        self.loops = []        # (op, LoopRunner or None, reason)
+        self.steps = []
+        index = {}
+        for v in self.graph.all_inputs:
+            index[id(v)] = len(index)
+        self.n_in = len(index)
+        for kind, item in fuse(self.graph):
+            if kind == "group" and len(item.ops) > 1:
+                runner = GroupRunner(item)
+                self.groups.append(runner)
+                ins = tuple(index[id(v)] for v in item.inputs)
+                outs = tuple(index.setdefault(id(v), len(index)) for v in item.outputs)
+                self.steps.append((runner, ins, outs, item.ops[-1], True))
+                continue
+            for op in (item.ops if kind == "group" else [item]):
+                self.steps.append(self._op_step(op, index))
+        self.out_idx = tuple(index[id(v)] for v in self.graph.outputs)
+        self.pad = [None] * (len(index) - self.n_in)
+
+    def _op_step(self, op, index):
+        fn = None
+        if op.type in ("while", "cond"):
+            fn = self._lower(op)
+        if fn is None:
+            impl = REGISTRY[op.type].numpy
+            fn = partial(impl, **op.attrs) if op.attrs else impl
+        ins = tuple(index[id(v)] for v in op.inputs)
+        outs = tuple(index.setdefault(id(v), len(index)) for v in op.outputs)
+        return fn, ins, outs, op, False
+
+    def _lower(self, op):
+        try:
+            from . import loops
+        except ImportError as e:
+            self.loops.append((op, None, f"loop compiler unavailable: {e}"))
+            return None
+        try:
+            runner = loops.lower(op)
+        except loops.NotLowerable as e:
+            self.loops.append((op, None, str(e)))
+            return None
+        self.loops.append((op, runner, None))
+        return runner
+
+    def __call__(self, args):
+        env = list(args) + self.pad
+        for fn, ins, outs, op, is_group in self.steps:
+            try:
+                r = fn(*[env[i] for i in ins])
+            except InvalidArgumentError:
+                raise
+            except Exception as e:  # noqa: BLE001 - re-raised with the op and user line
+                raise _runtime_error(op, e) from e
+            if is_group:
+                for o, x in zip(outs, r):
+                    env[o] = x
+            elif len(outs) == 1:
+                env[outs[0]] = r
+            elif outs:
+                for o, x in zip(outs, r):
+                    env[o] = x
+        return [env[i] for i in self.out_idx]
+
+
+def _optimized(graph):
+    try:
+        from ..runtime.passes import optimize
+    except ImportError:
+        return graph, None
+    try:
+        return optimize(graph), None
+    except Exception as e:  # noqa: BLE001 - run the unoptimized graph, say why in describe()
+        return graph, f"optimize() failed: {type(e).__name__}: {e}"
+
+
+def _runtime_error(op, e):
+    from ..runtime.context import format_location
+    where = f" (created at {format_location(op.loc)})" if op.loc else ""
+    return InvalidArgumentError(f"{op.type} '{op.name}'{where} failed at run time: "
+                                f"{type(e).__name__}: {e}")
+
+
+def compile_plan(graph):
+    plan = getattr(graph, "_numba_plan", None)
+    if plan is None:
+        plan = Plan(graph)
+        graph._numba_plan = plan
+    return plan
+
+
+class NumbaBackend:
+    """Fused numba CPU kernels, with numpy rules for everything else."""
+
+    name = "numba"
+
+    @staticmethod
+    def available():
+        try:
+            import numba  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+    @staticmethod
+    def compile(graph):
+        return compile_plan(graph)
+
+
+register_backend(NumbaBackend)
+
+
+def describe(graph):
+    """Human-readable account of how the numba backend runs `graph`.
+
+    Lists the fusion groups with their ops, each kernel's source (the kernels used so far,
+    or a preview for the traced shapes), the kernel-vs-numpy choices, cache hits/misses and
+    every fallback with its reason.
+    """
+    plan = compile_plan(graph)
+    lines = [f"numba backend plan for graph {graph.name}"]
+    if plan.optimize_error:
+        lines.append(f"  optimizer skipped: {plan.optimize_error}")
+    if not plan.groups:
+        lines.append("  no fused groups (every op runs its numpy rule)")
+    for runner in plan.groups:
+        g = runner.group
+        red = f", reduced axes {list(g.axes)}" if g.axes else ""
+        lines.append(f"  {g.name}: {len(g.ops)} ops over domain "
+                     f"{_dims(g.domain)}{red}: {', '.join(op.name for op in g.ops)}")
+        lines.append(f"    inputs: {', '.join('%' + v.name for v in g.inputs)}; outputs: "
+                     f"{', '.join('%' + v.name for v in g.outputs)}")
+        for (key, klass), d in runner.decisions.items():
+            extra = ""
+            if "kernel_s" in d:
+                extra = f" (kernel {d['kernel_s'] * 1e6:.1f} us vs numpy {d['numpy_s'] * 1e6:.1f} us)"
+            lines.append(f"    choice for {klass}: {d['choice']}{extra} [{d.get('source', '')}]")
+        for reason in runner.fallbacks:
+            lines.append(f"    fallback: {reason}")
+        kernels = list(runner.used.values())
+        if kernels:
+            for k in kernels:
+                lines.append(f"    kernel {k.key[:12]} (cache {k.status}):")
+                lines.extend("      " + ln for ln in k.source.splitlines())
+        else:
+            src = _preview(runner)
+            lines.append("    kernel not compiled yet (runs when the group first sees "
+                         f"{_min_size_text()} elements or more); preview:")
+            lines.extend("      " + ln for ln in src.splitlines())
+    for op, runner, reason in plan.loops:
+        if runner is None:
+            lines.append(f"  {op.type} '{op.name}': interpreted, because {reason}")
+        else:
+            lines.append(f"  {op.type} '{op.name}': compiled to one native function "
+                         f"(cache {runner.status})")
+            lines.extend("      " + ln for ln in runner.source.splitlines())
+    lines.append(f"  kernel cache {cache.cache_dir()}: {cache.STATS['hits']} hits, "
+                 f"{cache.STATS['misses']} misses, {cache.STATS['rebuilt']} rebuilt")
+    return "\n".join(lines)
+
+
+def _dims(shape):
+    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _min_size_text():
+    from .groups import min_size
+    return str(min_size())
+
+
+def _preview(runner):
+    g = runner.group
+    flags = tuple(tuple(d == 1 and (g.domain[g.rank - len(v.type.shape) + j] != 1)
+                        for j, d in enumerate(v.type.shape)) for v in g.inputs)
+    spec = codegen.KernelSpec(g, flags, g.rank, [len(v.type.shape) for v in g.inputs],
+                              g.axes or ())
+    return codegen.generate(spec, g.name)

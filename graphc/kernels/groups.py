@@ -1,0 +1,266 @@
+"""Running one fused group: shapes, kernel lookup, kernel-vs-numpy choice, numpy fallback."""
+import math
+import os
+import sys
+import time
+from functools import partial
+
+import numpy as np
+
+from .. import config
+from ..runtime.registry import REGISTRY
+from . import cache, codegen
+from .fusion import REDUCTIONS
+
+# Measured on the 2-core dev machine (benchmarks/cpu_bench.py --thresholds): below about
+# 16k elements a fused kernel saves less than its call overhead over a short numpy chain,
+# and compiling it would cost far more than it can ever save in a test-sized workload.
+MIN_SIZE = 1 << 14
+# prange pays ~10 us of thread wake-up; it wins from about 64k elements on 2 threads.
+PAR_MIN = 1 << 16
+
+_KERNELS = {}     # key -> _Kernel, shared by every graph in the process
+
+
+def min_size():
+    v = os.environ.get("GRAPHC_NUMBA_MIN_SIZE")
+    return int(v) if v else MIN_SIZE
+
+
+def choice_mode():
+    """'measure' (default), or 'kernel' / 'numpy' to force one side (tests, debugging)."""
+    return os.environ.get("GRAPHC_KERNEL_CHOICE", "measure")
+
+
+class _Kernel:
+    """A generated module's two entry points, its source and how it was obtained."""
+
+    def __init__(self, key, spec, source, fname):
+        self.key, self.spec, self.source, self.fname = key, spec, source, fname
+        self.status = None
+        self.error = None
+        self.serial = self.parallel = None
+
+    def load(self):
+        mod, self.status = cache.load_module(self.key, self.source)
+        self.serial = getattr(mod, self.fname)
+        self.parallel = getattr(mod, self.fname + "_par")
+        if config.debug_level() >= 3:
+            print(f"// graphc kernel {self.fname} (cache {self.status}, key {self.key[:12]})\n"
+                  f"{self.source}", file=sys.stderr)
+
+
+def get_kernel(spec, fname):
+    key = cache.kernel_key(spec.canonical())
+    k = _KERNELS.get(key)
+    if k is None:
+        k = _Kernel(key, spec, codegen.generate(spec, fname), fname)
+        try:
+            k.load()
+        except Exception as e:  # noqa: BLE001 - an unusable cache entry means numpy, not a crash
+            k.error = f"kernel module failed to load: {type(e).__name__}: {e}"
+        _KERNELS[key] = k
+    return k
+
+
+class _Layout:
+    """Everything about one set of input shapes: domain, output shapes, chosen spec."""
+
+    __slots__ = ("domain", "out_shapes", "spec", "flat_spec", "size", "reason")
+
+    def __init__(self):
+        self.domain = self.out_shapes = self.spec = self.flat_spec = None
+        self.size = 0
+        self.reason = None
+
+
+class GroupRunner:
+    """Callable `(*input arrays) -> tuple of output arrays` for one fused group."""
+
+    def __init__(self, group):
+        self.group = group
+        self.numpy_steps = _numpy_steps(group)
+        self.layouts = {}
+        self.decisions = {}   # (key, shape class) -> dict(choice=..., kernel_s=..., numpy_s=...)
+        self.used = {}        # key -> _Kernel, the kernels this group actually ran
+        self.fallbacks = []   # reasons the kernel was not used
+
+    # -- numpy path ----------------------------------------------------------------------
+    def run_numpy(self, arrays):
+        env = {id(v): a for v, a in zip(self.group.inputs, arrays)}
+        for fn, op in self.numpy_steps:
+            env[id(op.outputs[0])] = fn(*[env[id(v)] for v in op.inputs])
+        return [env[id(v)] for v in self.group.outputs]
+
+    # -- shapes --------------------------------------------------------------------------
+    def layout(self, shapes):
+        lay = self.layouts.get(shapes)
+        if lay is None:
+            lay = self.layouts[shapes] = _plan_layout(self.group, shapes)
+            if lay.reason and lay.reason not in self.fallbacks:
+                self.fallbacks.append(lay.reason)
+        return lay
+
+    def __call__(self, *arrays):
+        arrays = [a if type(a) is np.ndarray else np.asarray(a) for a in arrays]
+        lay = self.layout(tuple(a.shape for a in arrays))
+        if lay.spec is None or lay.size < min_size():
+            return self.run_numpy(arrays)
+        flat = lay.flat_spec is not None and all(a.flags.c_contiguous for a in arrays)
+        spec = lay.flat_spec if flat else lay.spec
+        kern = get_kernel(spec, self.group.name)
+        if kern.error:
+            self._note(kern.error)
+            return self.run_numpy(arrays)
+        self.used[kern.key] = kern
+        par = lay.size >= PAR_MIN and len(spec.axes) < spec.rank
+        klass = "x".join(map(str, lay.domain)) + ("/par" if par else "")
+        decision = self.decisions.get((kern.key, klass))
+        if decision is None:
+            decision = self._decide(kern, klass, arrays, lay, flat, par)
+        if decision["choice"] == "numpy":
+            return self.run_numpy(arrays)
+        return self._run_kernel(kern, arrays, lay, flat, par)
+
+    def _note(self, reason):
+        if reason not in self.fallbacks:
+            self.fallbacks.append(reason)
+
+    def _run_kernel(self, kern, arrays, lay, flat, par):
+        g = self.group
+        if flat:
+            ins = [a.reshape(-1) if a.ndim else a for a in arrays]
+            outs = [np.empty(lay.size, v.type.dtype.np) for v in g.outputs]
+            dims = (lay.size,)
+        else:
+            ins = arrays
+            outs = [np.empty(s, v.type.dtype.np) for s, v in zip(lay.out_shapes, g.outputs)]
+            dims = lay.domain
+        fn = kern.parallel if par else kern.serial
+        fn(*ins, *outs, *dims)
+        if flat:
+            return [o.reshape(s) for o, s in zip(outs, lay.out_shapes)]
+        return outs
+
+    def _decide(self, kern, klass, arrays, lay, flat, par):
+        mode = choice_mode()
+        saved = cache.get_choice(kern.key, klass) if mode == "measure" else None
+        if saved is not None:
+            decision = dict(saved, source="disk")
+        else:
+            try:
+                t0 = time.perf_counter()
+                self._run_kernel(kern, arrays, lay, flat, par)   # compiles or loads
+                first = time.perf_counter() - t0
+            except Exception as e:  # noqa: BLE001 - a kernel that cannot compile falls back
+                kern.error = f"kernel failed to compile/run: {type(e).__name__}: {e}"
+                if kern.status == "hit":
+                    cache.drop_compiled(os.path.join(cache.cache_dir(), "kernels",
+                                                     f"k_{kern.key[:40]}.py"))
+                self._note(kern.error)
+                decision = {"choice": "numpy", "reason": kern.error}
+                self.decisions[(kern.key, klass)] = decision
+                return decision
+            decision = {"choice": "kernel", "first_call_s": first}
+            if mode == "measure":
+                tk = _best(lambda: self._run_kernel(kern, arrays, lay, flat, par))
+                tn = _best(lambda: self.run_numpy(arrays))
+                decision = {"choice": "kernel" if tk <= tn else "numpy", "kernel_s": tk,
+                            "numpy_s": tn, "first_call_s": first}
+                cache.put_choice(kern.key, klass, decision)
+            elif mode == "numpy":
+                decision = {"choice": "numpy", "reason": "GRAPHC_KERNEL_CHOICE=numpy"}
+            decision["source"] = "measured" if mode == "measure" else "forced"
+        self.decisions[(kern.key, klass)] = decision
+        return decision
+
+
+def _best(fn, budget=0.05):
+    """Best of a few timed runs, fewer when one run is slow."""
+    best = math.inf
+    start = time.perf_counter()
+    for _ in range(5):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+        if time.perf_counter() - start > budget:
+            break
+    return best
+
+
+def _numpy_steps(group):
+    steps = []
+    for op in group.ops:
+        impl = REGISTRY[op.type].numpy
+        steps.append((partial(impl, **op.attrs) if op.attrs else impl, op))
+    return steps
+
+
+def _reduced(shape, axes, keep):
+    if keep:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _is_reduction_output(group, v):
+    return any(op.type in REDUCTIONS and op.outputs[0] is v for op in group.ops)
+
+
+def _plan_layout(group, shapes):
+    """Propagate concrete shapes through the group; decide the kernel spec (or a reason)."""
+    lay = _Layout()
+    env = {id(v): s for v, s in zip(group.inputs, shapes)}
+    domain = None
+    try:
+        for op in group.ops:
+            ins = [env[id(v)] for v in op.inputs]
+            if op.type in REDUCTIONS:
+                if domain is not None and ins[0] != domain:
+                    raise ValueError("reductions over differently shaped values")
+                domain = ins[0]
+                env[id(op.outputs[0])] = _reduced(ins[0], op.attrs["axis"],
+                                                  op.attrs.get("keepdims"))
+            else:
+                env[id(op.outputs[0])] = np.broadcast_shapes(*ins)
+        if domain is None:
+            domain = np.broadcast_shapes(*[env[id(op.outputs[0])] for op in group.ops])
+    except ValueError as e:
+        lay.reason = f"shapes {list(shapes)} do not fit one kernel domain ({e})"
+        return lay
+    axes = group.axes or ()
+    if len(domain) != group.rank:
+        lay.reason = f"domain rank {len(domain)} differs from the traced rank {group.rank}"
+        return lay
+    for op in group.ops:
+        s = env[id(op.outputs[0])]
+        if op.type in REDUCTIONS:
+            continue
+        if len(s) != group.rank or any(
+                (a in axes and d not in (1, domain[a])) or (a not in axes and d != domain[a])
+                for a, d in enumerate(s)):
+            lay.reason = (f"{op.type} '{op.name}' has shape {list(s)} at run time, which "
+                          f"broadcasts differently from the kernel domain {list(domain)}")
+            return lay
+    for v in group.outputs:
+        static = v.type.shape
+        if not _is_reduction_output(group, v) and any(static[a] != 1 for a in axes) \
+                and tuple(env[id(v)]) != tuple(domain):
+            lay.reason = (f"output '{v.name}' has shape {list(env[id(v)])} at run time, not "
+                          f"the kernel domain {list(domain)}")
+            return lay
+    lay.domain = tuple(domain)
+    lay.out_shapes = [env[id(v)] for v in group.outputs]
+    lay.size = int(np.prod(domain, dtype=np.int64))
+    flags = []
+    for v, s in zip(group.inputs, shapes):
+        off = group.rank - len(s)
+        flags.append(tuple((d == 1 and domain[off + j] != 1) or v.type.shape[j] == 1
+                           for j, d in enumerate(s)))
+    ranks = [len(s) for s in shapes]
+    lay.spec = codegen.KernelSpec(group, tuple(flags), group.rank, ranks, axes)
+    if not axes and group.rank >= 2 and all(r == 0 or s == lay.domain
+                                            for r, s in zip(ranks, shapes)):
+        lay.flat_spec = codegen.KernelSpec(
+            group, tuple(() if r == 0 else (False,) for r in ranks), 1,
+            [0 if r == 0 else 1 for r in ranks], ())
+    return lay

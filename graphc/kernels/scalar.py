@@ -1,0 +1,111 @@
+"""Scalar functions named by the registry's `scalar` templates, as numba-callable functions.
+
+Generated kernels do `from graphc.kernels.scalar import *`. The math functions come from
+`graphc.kernels.vecmath.SCALAR_FUNCS` (polynomial versions LLVM can vectorize) when that
+module exists, else from `math`/numpy. max/min propagate NaN like np.maximum/np.minimum
+(Python's max/min do not), and floor/ceil/rint keep the float dtype (math.floor returns int).
+"""
+import math
+
+import numpy as np
+from numba import njit
+from numpy import bool_, float32, float64, int32, int64  # noqa: F401 - used by templates
+
+_INLINE = dict(error_model="numpy")
+
+
+@njit(**_INLINE)
+def max(a, b):  # noqa: A001 - the template name
+    return a if (a >= b or a != a) else b
+
+
+@njit(**_INLINE)
+def min(a, b):  # noqa: A001
+    return a if (a <= b or a != a) else b
+
+
+@njit(**_INLINE)
+def sign(a):
+    return np.sign(a)
+
+
+@njit(**_INLINE)
+def floor(a):
+    return np.floor(a)
+
+
+@njit(**_INLINE)
+def ceil(a):
+    return np.ceil(a)
+
+
+@njit(**_INLINE)
+def rint(a):
+    return np.rint(a)
+
+
+@njit(**_INLINE)
+def sqrt(a):
+    return np.sqrt(a)
+
+
+@njit(**_INLINE)
+def exp(a):
+    return math.exp(a)
+
+
+@njit(**_INLINE)
+def log(a):
+    return np.log(a)
+
+
+@njit(**_INLINE)
+def log1p(a):
+    return np.log1p(a)
+
+
+@njit(**_INLINE)
+def sin(a):
+    return math.sin(a)
+
+
+@njit(**_INLINE)
+def cos(a):
+    return math.cos(a)
+
+
+@njit(**_INLINE)
+def tan(a):
+    return math.tan(a)
+
+
+@njit(**_INLINE)
+def tanh(a):
+    return math.tanh(a)
+
+
+@njit(**_INLINE)
+def erf(a):
+    return math.erf(a)
+
+
+def _use_vecmath():
+    """Replace the libm-backed functions with vecmath's vectorizable ones where it has them."""
+    try:
+        from .vecmath import SCALAR_FUNCS
+    except Exception:  # noqa: BLE001 - vecmath is optional; a broken one must not break kernels
+        return ()
+    used = []
+    for name, fn in dict(SCALAR_FUNCS).items():
+        if name in _REPLACEABLE:
+            globals()[name] = fn
+            used.append(name)
+    return tuple(sorted(used))
+
+
+_REPLACEABLE = {"exp", "log", "log1p", "sin", "cos", "tan", "tanh", "erf", "sqrt", "sigmoid",
+                "pow"}
+VECMATH_USED = _use_vecmath()
+
+__all__ = ["max", "min", "sign", "floor", "ceil", "rint", "sqrt", "exp", "log", "log1p", "sin",
+           "cos", "tan", "tanh", "erf", "bool_", "float32", "float64", "int32", "int64"]
