@@ -1,4 +1,6 @@
 """gc.cond and gc.while_loop: Python control flow eagerly, `cond`/`while` nodes while tracing."""
+import re
+
 import numpy as np
 
 from .. import dtypes as _dt
@@ -72,14 +74,21 @@ def _to_leaf_tensor(x, what, dtype=None):
         raise TypeError(f"{what}: {x!r} cannot be a tensor ({e})") from None
 
 
-def _trace_fn(parent, name, fn, in_types, structure):
+def _trace_fn(parent, name, fn, in_types, structure, arg_names=()):
     """Trace `fn(*structure-with-placeholders)` into a subgraph; returns (graph, result)."""
     sub = Graph(name, parent=parent)
-    phs = [Tensor._symbolic(sub.add_input(t, "arg"), sub) for t in in_types]
+    bases = [_value_base(n) for n in arg_names] or ["arg"] * len(in_types)
+    phs = [Tensor._symbolic(sub.add_input(t, b), sub) for t, b in zip(in_types, bases)]
     args = _rebuild_with(structure, phs)
     with building(sub):
         result = fn(*args) if args is not None else fn()
     return sub, result
+
+
+def _value_base(name):
+    """A loop var's name as a readable Value name that no op name (`type_N`) can equal."""
+    base = re.sub(r"\W+", "", name) or "arg"
+    return base + "_" if re.search(r"_\d+$", base) else base
 
 
 def _rebuild_with(structure, leaves):
@@ -245,7 +254,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
     single = not isinstance(loop_vars, (list, tuple))
     vars_ = [loop_vars] if single else list(loop_vars)
     leaves = nest.flatten(vars_)
-    names = _names or [f"loop_vars{p}" for p in nest.paths(vars_)]
+    names = list(_names or [f"loop_vars{p}" for p in nest.paths(vars_)])
     shapes = None
     if shape_invariants is not None:
         shapes = _flatten_invariants([shape_invariants] if single else shape_invariants, vars_)
@@ -274,8 +283,9 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
         return flat
 
     struct_in = vars_ + ([0] if counter else [])
-    cg, c_res = _trace_fn(g, "cond", call_cond, in_types, struct_in)
-    bg, b_res = _trace_fn(g, "body", call_body, in_types, struct_in)
+    arg_names = names + (["iteration"] if counter else [])
+    cg, c_res = _trace_fn(g, "cond", call_cond, in_types, struct_in, arg_names)
+    bg, b_res = _trace_fn(g, "body", call_body, in_types, struct_in, arg_names)
     _finish_outputs(cg, [c_res], "while_loop cond")
     _finish_outputs(bg, b_res, "while_loop body", [t.dtype for t in in_types])
     for i, (v, o) in enumerate(zip(bg.inputs, bg.outputs)):
@@ -405,7 +415,7 @@ def _eager_type(x):
 
 def _eager_while(cond, body, loop_vars, vars_, single, shapes, maximum_iterations, names):
     """Plain Python loop with the same checks (structure, dtype, shape) as the traced loop."""
-    limit = None if maximum_iterations is None else int(maximum_iterations)
+    limit = None if maximum_iterations is None else int(_max_iterations_tensor(maximum_iterations))
     allowed = []
     for x, s, n in zip(nest.flatten(vars_), shapes or [_EXACT] * len(names), names):
         t = _eager_type(x)

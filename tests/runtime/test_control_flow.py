@@ -1,0 +1,389 @@
+"""gc.cond and gc.while_loop: eager vs traced vs plain Python, nesting, errors, effects, text."""
+import collections
+import functools
+import io
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import graphc as gc
+from graphc.runtime.graph import walk
+
+function = functools.partial(gc.function, autograph=False)
+Pair = collections.namedtuple("Pair", "a b")
+small_floats = st.floats(-100, 100, width=32)
+
+
+def both(fn, *args):
+    """fn run eagerly and as a compiled function, on tensors made from `args`."""
+    tensors = [gc.constant(a) for a in args]
+    return fn(*tensors), function(fn)(*tensors)
+
+
+# -- cond ----------------------------------------------------------------------------------
+
+def _branchy(x, y):
+    return gc.cond(x > y, lambda: (x - y, {"m": x * y, "k": [x]}),
+                   lambda: (y - x, {"m": x + y, "k": [y]}))
+
+
+@settings(max_examples=30, deadline=None)
+@given(small_floats, small_floats)
+def test_cond_matches_python(x, y):
+    x32, y32 = np.float32(x), np.float32(y)
+    if x32 > y32:
+        want = (x32 - y32, x32 * y32, x32)
+    else:
+        want = (y32 - x32, x32 + y32, y32)
+    for diff, d in both(_branchy, x32, y32):
+        assert isinstance(d, dict) and isinstance(d["k"], list)
+        np.testing.assert_allclose([float(diff), float(d["m"]), float(d["k"][0])], want,
+                                   rtol=1e-6)
+
+
+def test_cond_on_python_bool_picks_a_branch_while_tracing():
+    @function
+    def f(x, flag):
+        return gc.cond(flag, lambda: x + 1, lambda: x - 1)
+
+    assert int(f(gc.constant(1), True)) == 2 and int(f(gc.constant(1), False)) == 0
+    cf = f.get_concrete_function(gc.constant(1), True)
+    assert "cond" not in [op.type for op in cf.graph.operations]
+
+
+@pytest.mark.parametrize("pred, what", [(gc.constant(1), r"int32\[\]"),
+                                        (gc.constant([True, False]), r"bool\[2\]"),
+                                        (np.array([True]), r"bool\[1\]")])
+def test_pred_must_be_a_scalar_bool(pred, what):
+    with pytest.raises(TypeError, match=f"pred must be a scalar bool tensor, got {what}"):
+        gc.cond(pred, lambda: 1, lambda: 2)
+
+    @function
+    def f(p):
+        return gc.cond(p, lambda: 1, lambda: 2)
+
+    with pytest.raises(TypeError, match=f"pred must be a scalar bool tensor, got {what}"):
+        f(pred)
+    with pytest.raises(TypeError, match="pred must be a bool"):
+        gc.cond(1, lambda: 1, lambda: 2)
+    with pytest.raises(TypeError, match="callables"):
+        gc.cond(True, 1, lambda: 2)
+
+
+def test_branches_with_different_shapes_give_none_dims():
+    @function
+    def f(x, p):
+        return gc.cond(p, lambda: gc.concat([x, x], 0), lambda: x * 2.0)
+
+    x = np.array([1.0, 2.0], np.float32)
+    assert f.get_concrete_function(x, gc.constant(True)).outputs[0].shape == (None,)
+    np.testing.assert_array_equal(f(x, gc.constant(True)).numpy(), [1, 2, 1, 2])
+    np.testing.assert_array_equal(f(x, gc.constant(False)).numpy(), [2, 4])
+
+
+def test_branch_mismatches_are_errors():
+    def trace(t_fn, f_fn, **kw):
+        @function
+        def f(x, p):
+            return gc.cond(p, lambda: t_fn(x), lambda: f_fn(x), **kw)
+        return f(np.float32(1.0), gc.constant(True))
+
+    with pytest.raises(ValueError, match=r"different structures: tuple\(value, value\) vs value"):
+        trace(lambda x: (x, x), lambda x: x)
+    with pytest.raises(TypeError, match=r"'output\[1\]' is float32\[\] in the true branch but "
+                                        r"int32\[\] in the false"):
+        trace(lambda x: (x, x), lambda x: (x, gc.constant(1)))
+    with pytest.raises(TypeError, match="'total' is float32"):
+        trace(lambda x: x, lambda x: gc.constant(1), _names=["total"])
+    with pytest.raises(ValueError, match=r"'output\['b'\]' is None in the false branch"):
+        trace(lambda x: {"a": x, "b": x}, lambda x: {"a": x, "b": None})
+    with pytest.raises(ValueError, match="rank 1 in the true branch but 0 in the false"):
+        trace(lambda x: gc.stack([x]), lambda x: x)
+
+
+def test_python_values_in_branches():
+    seen = []
+
+    @function
+    def f(x, p):
+        # a Python number takes the other branch's dtype; one object from both passes through
+        out, tag, nothing = gc.cond(p, lambda: (x * 2.0, "tag", None), lambda: (0, "tag", None))
+        seen.append((tag, nothing))
+        return out
+
+    x = np.float64(3.0)
+    out = f(x, gc.constant(True))
+    assert out.dtype is gc.float64 and float(out) == 6.0 and seen == [("tag", None)]
+    assert float(f(x, gc.constant(False))) == 0.0
+
+
+def test_bool_variable_as_pred_is_read_on_every_call():
+    flag = gc.Variable(True)
+
+    @function
+    def f(x):
+        return gc.cond(flag, lambda: x + 1.0, lambda: x - 1.0)
+
+    assert float(f(gc.constant(1.0))) == 2.0
+    flag.assign(False)
+    assert float(f(gc.constant(1.0))) == 0.0
+    assert f.tracing_count == 1
+
+
+# -- while_loop ------------------------------------------------------------------------------
+
+def _collatz(n):
+    def body(i, n):
+        return i + 1, gc.cond(n % 2 == 0, lambda: n // 2, lambda: 3 * n + 1)
+    return gc.while_loop(lambda i, n: n > 1, body, [0, n])
+
+
+def _collatz_python(n):
+    steps = 0
+    while n > 1:
+        n = n // 2 if n % 2 == 0 else 3 * n + 1
+        steps += 1
+    return steps
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 200))
+def test_while_with_nested_cond_matches_python(n):
+    for steps, last in both(_collatz, n):
+        assert int(steps) == _collatz_python(n) and int(last) == 1
+
+
+def test_loop_vars_keep_their_nest_structure():
+    def run(x):
+        state = ({"a": x, "b": (x * 0.0, [gc.constant(0)])}, Pair(gc.constant(1), x))
+
+        def body(d, p):
+            return ({"a": d["a"] + 1.0, "b": (d["b"][0] + d["a"], [d["b"][1][0] + 1])},
+                    Pair(p.a * 2, p.b))
+        return gc.while_loop(lambda d, p: d["b"][1][0] < 4, body, state)
+
+    for d, p in both(run, np.float32(1.0)):
+        assert isinstance(d, dict) and isinstance(d["b"], tuple) and isinstance(d["b"][1], list)
+        assert type(p) is Pair
+        assert float(d["a"]) == 5.0 and float(d["b"][0]) == 1 + 2 + 3 + 4
+        assert int(d["b"][1][0]) == 4 and int(p.a) == 16 and float(p.b) == 1.0
+    p = gc.while_loop(lambda a, b: a < 3, lambda a, b: Pair(a + 1, b * 2.0),
+                      Pair(0, gc.constant(1.0)))   # a namedtuple of loop vars, unpacked
+    assert type(p) is Pair and p.a == 3 and float(p.b) == 8.0
+
+
+def test_single_loop_var_forms():
+    def single(x):
+        return gc.while_loop(lambda v: v < 100.0, lambda v: v * 3.0, x)
+
+    def one_list(x):   # loop_vars holds one list; the body may return that list bare
+        return gc.while_loop(lambda l: l[0] < 5.0, lambda l: [l[0] + 1.0, l[1] * 2.0], [[x, x]])
+
+    for r in both(single, np.float32(2.0)):
+        assert float(r) == 162.0
+    for r in both(one_list, np.float32(2.0)):
+        assert isinstance(r, list) and isinstance(r[0], list)
+        assert [float(v) for v in r[0]] == [5.0, 16.0]
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 8), st.integers(0, 8))
+def test_maximum_iterations(limit, stop):
+    def run(limit_t):
+        outs = []
+        for m in (limit, limit_t):   # a Python int and a (possibly symbolic) tensor
+            outs.append(gc.while_loop(lambda i, s: i < stop, lambda i, s: (i + 1, s + i),
+                                      [0, 0], maximum_iterations=m))
+        return outs
+
+    n = min(limit, stop)
+    for outs in both(run, limit):
+        for i, s in outs:
+            assert int(i) == n and int(s) == n * (n - 1) // 2
+    eager = gc.while_loop(lambda i: True, lambda i: i + 1, [gc.constant(0)],
+                          maximum_iterations=gc.constant(limit, gc.int64))
+    assert int(eager[0]) == limit
+    with pytest.raises(TypeError, match="maximum_iterations must be an int"):
+        gc.while_loop(lambda i: True, lambda i: i + 1, [0], maximum_iterations=1.5)
+
+
+def test_shape_invariants_let_a_dimension_grow():
+    def run(x):
+        grown = gc.while_loop(lambda v: gc.shape(v)[0] < 8, lambda v: gc.concat([v, v * 2.0], 0),
+                              [x], shape_invariants=[[None]])
+        free = gc.while_loop(lambda v: gc.size(v) < 4, lambda v: gc.concat([v, v], 0),
+                             (x,), shape_invariants=(None,))   # None: every dim may vary
+        return grown[0], free[0]
+
+    want = np.array([1.0], np.float32)
+    while len(want) < 8:
+        want = np.concatenate([want, want * 2])
+    for grown, free in both(run, np.array([1.0], np.float32)):
+        np.testing.assert_array_equal(grown.numpy(), want)
+        assert free.shape == (4,)
+    cf = function(run).get_concrete_function(np.array([1.0], np.float32))
+    assert [o.shape for o in cf.outputs] == [(None,), (None,)]
+
+
+def test_shape_invariant_errors():
+    x = gc.constant([1.0, 2.0])
+    with pytest.raises(ValueError, match=r"invariant \[3\] for 'loop_vars\[0\]' does not fit "
+                                         r"its initial shape \[2\]"):
+        function(lambda x: gc.while_loop(lambda v: False, lambda v: v, [x],
+                                         shape_invariants=[[3]]))(x)
+    with pytest.raises(ValueError, match="does not nest like loop_vars"):
+        gc.while_loop(lambda a, b: False, lambda a, b: (a, b), [x, x],
+                      shape_invariants=[[None]])
+    with pytest.raises(TypeError, match="shape invariant must be a list of ints"):
+        gc.while_loop(lambda v: False, lambda v: v, [x], shape_invariants=["abc"])
+
+
+@pytest.mark.parametrize("eager", [True, False])
+def test_loop_var_changing_dtype_or_shape_is_named(eager):
+    def run(fn):
+        return fn if eager else function(fn)
+
+    with pytest.raises(ValueError, match=r"loop variable 'loop_vars\[1\]' enters the loop as "
+                                         r"int32\[\] but the body makes it float32\[\].*cast"):
+        run(lambda n: gc.while_loop(lambda i, s: i < n, lambda i, s: (i + 1, gc.cast(s, gc.float32)),
+                                    [0, 0]))(gc.constant(3))
+    with pytest.raises(ValueError, match=r"'acc' has shape \[1\] on entry but \[2\] after.*"
+                                         r"shape_invariants with None .*\[None\]"):
+        run(lambda x: gc.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, gc.concat([v, v], 0)),
+                                    [0, x], _names=["i", "acc"]))(gc.constant([1.0]))
+    with pytest.raises(ValueError, match=r"body returned tuple\(value\) but the loop vars are "
+                                         r"list\(value, value\)"):
+        run(lambda x: gc.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1,), [0, x]))(
+            gc.constant(1.0))
+    with pytest.raises(TypeError, match=r"cond must return a scalar bool, got int32\[\]"):
+        run(lambda x: gc.while_loop(lambda i: i, lambda i: i - 1, [x]))(gc.constant(3))
+
+
+def test_while_inside_cond_and_cond_inside_while():
+    def run(x, n):
+        def count_up():
+            return gc.while_loop(lambda i, s: i < n, lambda i, s: (i + 1, s + x), [0, x * 0.0])[1]
+        return gc.cond(n > 2, count_up, lambda: -x)
+
+    for n in (1, 2, 3, 5):
+        for r in both(run, np.float32(1.5), n):
+            assert float(r) == (1.5 * n if n > 2 else -1.5)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 5), st.integers(0, 5), small_floats)
+def test_while_in_while_captures_outer_vars_and_closures(n, m, scale):
+    offset = gc.constant(np.float32(0.5))   # an eager tensor closed over by the inner body
+
+    def run(x, n, m):
+        def outer_body(i, total):
+            def inner_body(j, t):   # uses the outer loop var i and closed-over tensors
+                return j + 1, t + x * gc.cast(i * j, gc.float32) + offset
+            _, t = gc.while_loop(lambda j, t: j < m, inner_body, [0, total])
+            return i + 1, t
+        return gc.while_loop(lambda i, total: i < n, outer_body, [0, x * 0.0])[1]
+
+    s = np.float32(scale)
+    want = np.float32(0.0)
+    for i in range(n):
+        for j in range(m):
+            want = want + s * np.float32(i * j) + np.float32(0.5)
+    for r in both(run, s, n, m):
+        np.testing.assert_allclose(float(r), want, rtol=1e-5, atol=1e-4)
+
+
+# -- effects and captures --------------------------------------------------------------------
+
+def test_prints_and_assigns_run_in_program_order_on_every_call(capsys):
+    counter = gc.Variable(0)
+    stream = io.StringIO()
+
+    def run(n):
+        def body(i):
+            gc.print("iter", i)
+            counter.assign_add(1)
+            gc.cond(i % 2 == 0, lambda: gc.print("even", counter),
+                    lambda: gc.print("odd", counter, output_stream=stream))
+            return i + 1
+        gc.while_loop(lambda i: i < n, body, [0])
+        gc.print("done", counter)
+
+    def expected(c, n=3):   # what plain Python would print, starting from counter == c
+        out, odd = [], []
+        for i in range(n):
+            out.append(f"iter {i}")
+            c += 1
+            (out if i % 2 == 0 else odd).append(f"{'even' if i % 2 == 0 else 'odd'} {c}")
+        return "".join(x + "\n" for x in out + [f"done {c}"]), "".join(x + "\n" for x in odd)
+
+    run(gc.constant(3))
+    assert (capsys.readouterr().out, stream.getvalue()) == expected(0)
+    compiled = function(run)
+    for start in (3, 6):
+        stream.seek(0), stream.truncate()
+        compiled(gc.constant(3))
+        assert (capsys.readouterr().out, stream.getvalue()) == expected(start)
+    assert int(counter.read_value()) == 9 and compiled.tracing_count == 1
+
+
+def test_closed_over_variables_and_tensors_are_captured_not_baked_in():
+    step = gc.Variable(2.0)
+    base = gc.constant(10.0)
+
+    @function
+    def f(n):
+        return gc.while_loop(lambda i, s: i < n, lambda i, s: (i + 1, s + step),
+                             [0, gc.cond(n > 0, lambda: base, lambda: -base)])[1]
+
+    assert float(f(gc.constant(3))) == 16.0
+    step.assign(5.0)
+    assert float(f(gc.constant(3))) == 25.0
+    assert f.tracing_count == 1
+    graph = f.get_concrete_function(gc.constant(3)).graph
+    assert {id(src) for _, src in graph.captures} == {id(step), id(base)}
+    consts = [op.attrs["value"] for op in walk(graph) if op.type == "constant"]
+    assert not any(np.asarray(c).dtype == np.float32 for c in consts)
+
+
+def test_graph_text_of_nested_cond_in_while():
+    @function
+    def f(x):
+        def body(i, s):
+            return i + 1, gc.cond(s > 10.0, lambda: s - x, lambda: s * 2.0)
+        return gc.while_loop(lambda i, s: i < 3, body, [0, x], _names=["i", "s"])[1]
+
+    text = str(f.get_concrete_function(gc.constant(1.0)).graph)
+    assert text == GOLDEN
+
+
+GOLDEN = """\
+graph f(%x: float32[]) {
+  %constant_0: int32[] = constant() {value=0}
+  %while_0.0: int32[], %while_0.1: float32[] = while(%constant_0, %x, %x) {n_vars=2} {
+    body:(%i: int32[], %s: float32[], captured %x_0: float32[]) {
+      %constant_0: int32[] = constant() {value=1}
+      %add_0: int32[] = add(%i, %constant_0)
+      %constant_1: float32[] = constant() {value=10.}
+      %greater_0: bool[] = greater(%s, %constant_1)
+      %cond_0: float32[] = cond(%greater_0, %s, %x_0) {
+        false_branch:(captured %s_0: float32[], captured %unused_0: float32[]) {
+          %constant_0: float32[] = constant() {value=2.}
+          %multiply_0: float32[] = multiply(%s_0, %constant_0)
+          return %multiply_0
+        }
+        true_branch:(captured %s_0: float32[], captured %x_0_0: float32[]) {
+          %subtract_0: float32[] = subtract(%s_0, %x_0_0)
+          return %subtract_0
+        }
+      }
+      return %add_0, %cond_0
+    }
+    cond:(%i: int32[], %s: float32[], captured %unused_0: float32[]) {
+      %constant_0: int32[] = constant() {value=3}
+      %less_0: bool[] = less(%i, %constant_0)
+      return %less_0
+    }
+  }
+  return %while_0.1
+}"""
