@@ -1,0 +1,175 @@
+"""The whole pipeline: optimize(), effect ordering across every pass, GRAPHC_DUMP."""
+import io
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra import numpy as hnp
+
+import graphc as gc
+from graphc.runtime.executor import run_graph
+from graphc.runtime.graph import walk
+from graphc.runtime.passes import PASS_NAMES, PIPELINE, has_effects, optimize
+from graphc.runtime.registry import REGISTRY
+from graphc.runtime.verify import verify
+
+F32 = gc.float32
+
+
+def effects(graph):
+    """The effectful ops of a graph and its subgraphs, in program order."""
+    return [(op.type, op.name) for op in walk(graph) if REGISTRY[op.type].effectful]
+
+
+def test_pipeline_order_and_names():
+    assert PASS_NAMES == ["shape_specialization", "constant_folding",
+                          "algebraic_simplification", "cse", "dce"]
+    assert all(callable(run) for _, run in PIPELINE)
+
+
+def test_has_effects_sees_into_subgraphs():
+    @gc.function
+    def f(x):
+        quiet = gc.cond(x > 0.0, lambda: x * 2.0, lambda: x)
+        loud = gc.cond(x > 0.0, lambda: _print_then(x), lambda: x)
+        return quiet + loud
+    g = f.get_concrete_function(gc.TensorSpec([], F32)).graph
+    conds = [op for op in g.operations if op.type == "cond"]
+    assert [has_effects(op) for op in conds] == [False, True]
+    assert not has_effects(next(op for op in g.operations if op.type == "greater"))
+
+
+def _print_then(x):
+    gc.print("x is", x)
+    return x + 1.0
+
+
+def _traced_with_effects(v):
+    def f(x):
+        a = x * 1.0 + gc.constant(2.0) * 3.0
+        gc.print("first", a)
+        r1 = gc.random.uniform([3])
+        r2 = gc.random.uniform([3])                   # identical op: must not merge
+        before = v.read_value()
+        v.assign_add(gc.reduce_sum(x) * 0.0 + 1.0)
+        after = v.read_value()                        # differs from `before`
+        unused_read = v.read_value()                  # effectful: stays
+        gc.random.normal([2])                         # result unused: stays
+        gc.cond(x[0] > 0.0, lambda: _print_then(x), lambda: x + 0.0)
+        dead = gc.exp(a) + gc.exp(a)                  # noqa: F841 - dead pure code goes
+        gc.print("last", before, after)
+        return a + r1 - r2, before, after, unused_read * 0.0
+    return gc.function(f).get_concrete_function(gc.TensorSpec([3], F32)).graph
+
+
+def _run_capturing(graph, x, v, capsys):
+    v.assign(5.0)
+    gc.random.set_seed(7)
+    outs = run_graph(graph, [x, v])
+    return outs, capsys.readouterr().out, v.numpy()
+
+
+def test_effects_are_never_removed_merged_or_reordered(capsys):
+    v = gc.Variable(5.0)
+    g = _traced_with_effects(v)
+    opt = optimize(g, dump="")
+    verify(opt)
+    assert effects(opt) == effects(g)
+    assert [t for t, _ in effects(g)] == [
+        "print", "random_uniform", "random_uniform", "read_variable", "assign_add_variable",
+        "read_variable", "read_variable", "random_normal", "print", "print"]
+    assert "exp" not in str(opt) and len(opt.operations) < len(g.operations)
+    for xv in ([1.0, 2.0, 3.0], [-1.0, 0.5, 0.0]):
+        x = np.array(xv, np.float32)
+        ref_out, ref_text, ref_v = _run_capturing(g, x, v, capsys)
+        out, text, after_v = _run_capturing(opt, x, v, capsys)
+        assert text == ref_text and ("x is" in text) == (xv[0] > 0)
+        assert after_v == ref_v == 6.0
+        for a, b in zip(ref_out, out):
+            np.testing.assert_array_equal(a, b)
+        assert out[1] == 5.0 and out[2] == 6.0
+
+
+@pytest.mark.parametrize("name", PASS_NAMES)
+def test_each_pass_alone_preserves_effects(name, capsys):
+    v = gc.Variable(5.0)
+    g = _traced_with_effects(v)
+    out = dict(PIPELINE)[name](g)
+    verify(out)
+    assert effects(out) == effects(g)
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    assert _run_capturing(out, x, v, capsys)[1] == _run_capturing(g, x, v, capsys)[1]
+
+
+@settings(max_examples=20, deadline=None)
+@given(hnp.arrays(np.float32, (2, 3), elements=st.floats(-4, 4, width=32)))
+def test_optimize_agrees_with_eager_and_with_the_unoptimized_graph(x):
+    def f(x):
+        n = gc.shape(x)
+        y = gc.reshape(x * 1.0, [n[0], -1])
+        s = gc.nn.softmax(y) if hasattr(gc, "nn") else gc.exp(y)
+        t = gc.transpose(gc.transpose(s)) + gc.exp(x) + gc.exp(x)
+        return gc.cond(gc.reduce_sum(t) > 0.0, lambda: t * 2.0, lambda: -(-t))
+    g = gc.function(f).get_concrete_function(gc.TensorSpec([2, 3], F32)).graph
+    opt = optimize(g, dump="")
+    verify(opt)
+    assert len(opt.operations) < len(g.operations)
+    ref = run_graph(g, [x])[0]
+    np.testing.assert_array_equal(run_graph(opt, [x])[0], ref)
+    np.testing.assert_allclose(f(gc.constant(x)).numpy(), ref, rtol=1e-6)
+
+
+def test_optimize_is_pure():
+    v = gc.Variable(1.0)
+    g = _traced_with_effects(v)
+    text, ops = str(g), list(g.operations)
+    optimize(g, dump="")
+    assert str(g) == text and g.operations == ops
+
+
+def _small_graph():
+    @gc.function
+    def f(x):
+        return x * 1.0 + gc.exp(x) + gc.exp(x)
+    return f.get_concrete_function(gc.TensorSpec([2], F32)).graph
+
+
+def test_graphc_dump_one_pass(monkeypatch, capsys):
+    monkeypatch.setenv("GRAPHC_DUMP", "cse")
+    opt = optimize(_small_graph())
+    err = capsys.readouterr().err
+    assert err.count("// graphc: graph f after pass") == 1
+    assert "after pass cse\n" in err
+    # after CSE the duplicate exp is gone but the dead multiply-by-one constant is still there
+    assert err.count("= exp(%x)") == 1 and "constant_0" in err
+    assert "constant_0" not in str(opt)
+
+
+def test_graphc_dump_all(monkeypatch, capsys):
+    monkeypatch.setenv("GRAPHC_DUMP", "all")
+    opt = optimize(_small_graph())
+    err = capsys.readouterr().err
+    assert [line.split()[-1] for line in err.splitlines() if line.startswith("// graphc")] \
+        == PASS_NAMES
+    assert err.rstrip().endswith(str(opt))
+
+
+def test_graphc_dump_unset_prints_nothing(monkeypatch, capsys):
+    monkeypatch.delenv("GRAPHC_DUMP", raising=False)
+    optimize(_small_graph())
+    assert capsys.readouterr().err == ""
+
+
+def test_graphc_dump_unknown_pass_warns_with_the_valid_names(monkeypatch, capsys):
+    monkeypatch.setenv("GRAPHC_DUMP", "constant_fold")
+    with pytest.warns(UserWarning, match="constant_fold.*constant_folding"):
+        optimize(_small_graph())
+    assert capsys.readouterr().err == ""
+
+
+def test_dump_argument_overrides_the_environment(monkeypatch):
+    monkeypatch.setenv("GRAPHC_DUMP", "all")
+    buf = io.StringIO()
+    monkeypatch.setattr("sys.stderr", buf)
+    optimize(_small_graph(), dump="dce")
+    assert buf.getvalue().count("// graphc") == 1 and "after pass dce" in buf.getvalue()
