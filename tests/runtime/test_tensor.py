@@ -1,0 +1,162 @@
+"""gc.Tensor: operators, conversions, repr, TF dtype rules, immutability and gc.as_dtype."""
+import operator
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra import numpy as hnp
+
+import graphc as gc
+from op_helpers import arrays, check, assert_same
+
+ARITH = [(operator.add, np.add), (operator.sub, np.subtract), (operator.mul, np.multiply),
+         (operator.truediv, np.true_divide), (operator.floordiv, np.floor_divide),
+         (operator.mod, np.mod), (operator.pow, np.power)]
+COMPARE = [operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne]
+
+
+@pytest.mark.parametrize("op,np_op", ARITH, ids=lambda f: getattr(f, "__name__", ""))
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_arithmetic_operators_match_numpy(op, np_op, data):
+    shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=2, max_side=3))
+    x = data.draw(arrays("float64", shape=st.just(shapes.input_shapes[0])))
+    y = data.draw(arrays("float64", shape=st.just(shapes.input_shapes[1])))
+    y = np.where(y == 0, 1.0, y)
+    with np.errstate(all="ignore"):
+        want = np.asarray(np_op(x, y))
+    check(op, want, x, y)
+    # reflected forms: numpy array / Python scalar on the left
+    check(lambda b: op(x, b), want, y)
+    with np.errstate(all="ignore"):
+        check(lambda a: op(2.0, a), np.asarray(np_op(2.0, x)), x)
+
+
+@pytest.mark.parametrize("op", COMPARE, ids=lambda f: f.__name__)
+def test_comparisons_are_elementwise_bool(op):
+    x = np.array([1, 2, 3], np.int32)
+    y = np.array([3, 2, 1], np.int32)
+    check(op, op(x, y), x, y)
+    check(lambda a: op(a, 2), op(x, 2), x)
+
+
+def test_unary_and_logical_operators():
+    x = np.array([-1.5, 0.0, 2.0], np.float32)
+    check(operator.neg, -x, x)
+    check(abs, np.abs(x), x)
+    check(operator.pos, x, x)
+    a = np.array([True, True, False])
+    b = np.array([True, False, False])
+    check(operator.and_, a & b, a, b)
+    check(operator.or_, a | b, a, b)
+    check(operator.invert, ~a, a)
+    check(lambda p: p & True, a, a)
+
+
+def test_matmul_operator():
+    m = np.arange(6, dtype=np.float32).reshape(2, 3)
+    check(lambda a: a @ gc.transpose(a), m @ m.T, m)
+
+
+def test_getitem_operator():
+    m = np.arange(6, dtype=np.int32).reshape(2, 3)
+    check(lambda a: a[1, ::-1], m[1, ::-1], m)
+
+
+def test_python_conversions_eagerly():
+    assert float(gc.constant(2.5)) == 2.5
+    assert int(gc.constant(7)) == 7
+    assert bool(gc.constant(True)) is True and bool(gc.constant(0)) is False
+    assert [10, 20, 30][gc.constant(1)] == 20          # __index__
+    assert len(gc.constant([[1, 2], [3, 4], [5, 6]])) == 3
+    assert [int(r[0]) for r in gc.constant([[1, 2], [3, 4]])] == [1, 3]
+
+
+def test_python_conversions_of_symbolic_tensors_are_refused():
+    @gc.function(autograph=False)
+    def f(x):
+        if x > 0:
+            return x
+        return -x
+    with pytest.raises(gc.errors.OperatorNotAllowedInGraphError, match="gc.cond"):
+        f(gc.constant(1.0))
+    with pytest.raises(TypeError, match="float"):
+        gc.function(lambda x: float(x))(gc.constant(1.0))
+
+
+def test_numpy_interop():
+    t = gc.constant([[1.0, 2.0]], gc.float64)
+    a = np.asarray(t)
+    assert a.dtype == np.float64 and a.shape == (1, 2)
+    np.testing.assert_array_equal(a, [[1.0, 2.0]])
+    assert np.asarray(t, dtype=np.int32).dtype == np.int32
+    assert_same(np.ones(2) + t, np.array([[2.0, 3.0]]))   # ndarray + Tensor -> Tensor
+
+
+def test_repr_shows_value_shape_and_dtype():
+    r = repr(gc.constant([1, 2]))
+    assert "shape=(2,)" in r and "dtype=int32" in r and "[1, 2]" in r
+    r = repr(gc.constant(3.5))
+    assert "shape=()" in r and "dtype=float32" in r and "3.5" in r
+    assert str(gc.constant([5, 6])) == "[5 6]"
+    seen = []
+    gc.function(lambda x: seen.append(repr(x)) or x)(gc.constant([1.0]))
+    assert "symbolic" in seen[0] and "float32" in seen[0] and "(1,)" in seen[0]
+
+
+def test_metadata():
+    t = gc.constant(np.zeros((2, 3), np.int64))
+    assert t.shape == (2, 3) and t.ndim == 2 and t.dtype == gc.int64 and t.dtype is gc.int64
+    with pytest.raises(TypeError, match="gc.constant"):
+        gc.Tensor([1, 2])
+
+
+def test_tf_type_rules():
+    with pytest.raises(TypeError) as info:
+        gc.constant(1) + gc.constant(1.0)
+    assert "int32" in str(info.value) and "float32" in str(info.value)
+    assert (gc.constant(1) + 1).dtype == gc.int32
+    assert (gc.constant(1.0) + 1).dtype == gc.float32         # scalar takes the tensor's dtype
+    assert (gc.constant(1.0, gc.float64) * 2).dtype == gc.float64
+    assert (gc.constant(np.int64(3)) - 1).dtype == gc.int64
+    half = gc.constant(1) / gc.constant(2)
+    assert half.dtype == gc.float64 and float(half) == 0.5
+    assert gc.constant(1.5).dtype == gc.float32 and gc.constant(True).dtype == gc.bool
+    assert gc.constant(np.float64(1.5)).dtype == gc.float64   # numpy data keeps its dtype
+    assert gc.constant(2**40).dtype == gc.int64
+    with pytest.raises(TypeError, match="1.5"):
+        gc.constant(1) + 1.5
+
+
+def test_immutability():
+    source = np.array([1.0, 2.0], np.float32)
+    t = gc.constant(source)
+    source[0] = 99.0                 # the tensor copied its input
+    a = t.numpy()
+    a[1] = -1.0                      # .numpy() is a copy
+    np.testing.assert_array_equal(t.numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal(np.asarray(t), [1.0, 2.0])
+    with pytest.raises((AttributeError, TypeError)):
+        t.shape = (1, 2)
+
+
+@pytest.mark.parametrize("form,want", [
+    (gc.float32, gc.float32), ("float64", gc.float64), (np.int32, gc.int32),
+    (np.dtype("int64"), gc.int64), ("bool", gc.bool), (bool, gc.bool), (np.bool_, gc.bool),
+    (float, gc.float32), (int, gc.int32), (np.float64, gc.float64),
+])
+def test_as_dtype_forms(form, want):
+    assert gc.as_dtype(form) is want
+
+
+def test_as_dtype_rejects_unsupported_types():
+    for bad in ("complex64", np.uint8, "float16", object):
+        with pytest.raises(TypeError, match="float32, float64, int32, int64, bool"):
+            gc.as_dtype(bad)
+
+
+def test_dtype_equality_and_names():
+    assert gc.float32 == "float32" and gc.float32 == np.float32 and gc.float32 != gc.float64
+    assert repr(gc.int32) == "gc.int32" and str(gc.int64) == "int64"
+    assert gc.float32.is_floating and gc.int64.is_integer and gc.bool.is_bool
+    assert gc.float64.as_numpy_dtype is np.float64
