@@ -4,8 +4,8 @@ import re
 import numpy as np
 
 from .. import dtypes as _dt
-from . import context, nest
-from .context import building, current_graph, format_location
+from . import context, loop_vars as lv, nest
+from .context import building, current_graph
 from .dispatch import bind, constant, convert_to_tensor, is_number, resolve
 from .executor import run_graph
 from .graph import Graph
@@ -129,11 +129,6 @@ def _align_captures(outer, subs):
     return order
 
 
-def _where():
-    loc = context.user_location()
-    return f" (at {format_location(loc)})" if loc else ""
-
-
 def _dtype_of(x):
     """dtype of a tensor-like leaf, None for Python data."""
     if type(x) is Tensor or hasattr(x, "_as_tensor") or hasattr(x, "_to_flow"):
@@ -151,10 +146,10 @@ def _check_pred(pred):
         p = convert_to_tensor(pred)
         if p.dtype is not _dt.bool_ or p.shape != ():
             raise TypeError(f"cond: pred must be a scalar bool tensor, got {p.dtype.name}"
-                            f"{list(p.shape)}{_where()}. Reduce it first (gc.reduce_any(...)) "
+                            f"{list(p.shape)}{lv.where()}. Reduce it first (gc.reduce_any(...)) "
                             "or compare it (x > 0)")
         return p
-    raise TypeError(f"cond: pred must be a bool or a scalar bool tensor, got {pred!r}{_where()}")
+    raise TypeError(f"cond: pred must be a bool or a scalar bool tensor, got {pred!r}{lv.where()}")
 
 
 def cond(pred, true_fn=None, false_fn=None, name=None, *, _names=None):
@@ -173,7 +168,7 @@ def cond(pred, true_fn=None, false_fn=None, name=None, *, _names=None):
     g = current_graph()
     tg, t_res = _trace_fn(g, "true_branch", true_fn, [], None)
     fg, f_res = _trace_fn(g, "false_branch", false_fn, [], None)
-    names = _names or nest.paths(t_res, "output")
+    names = lv.leaf_names(_names, t_res, "output")
     _check_same_structure(t_res, f_res, names)
     t_leaves, f_leaves = nest.flatten(t_res), nest.flatten(f_res)
     keep = []
@@ -183,7 +178,7 @@ def cond(pred, true_fn=None, false_fn=None, name=None, *, _names=None):
         if a is None or b is None:
             branch = "true" if a is None else "false"
             raise ValueError(f"cond: '{_name(names, i)}' is None in the {branch} branch but a "
-                             f"value in the other{_where()}; both branches must produce it")
+                             f"value in the other{lv.where()}; both branches must produce it")
         keep.append(i)
     _finish_outputs(tg, [t_leaves[i] for i in keep], "cond true branch",
                     [_dtype_of(f_leaves[i]) for i in keep])
@@ -193,10 +188,10 @@ def cond(pred, true_fn=None, false_fn=None, name=None, *, _names=None):
         a, b = tg.outputs[j].type, fg.outputs[j].type
         if a.dtype is not b.dtype or type(a) is not type(b):
             raise TypeError(f"cond: '{_name(names, i)}' is {a} in the true branch but {b} in "
-                            f"the false branch{_where()}; both branches must give one dtype")
+                            f"the false branch{lv.where()}; both branches must give one dtype")
         if isinstance(a, TensorType) and len(a.shape) != len(b.shape):
             raise ValueError(f"cond: '{_name(names, i)}' has rank {len(a.shape)} in the true "
-                             f"branch but {len(b.shape)} in the false branch{_where()}")
+                             f"branch but {len(b.shape)} in the false branch{lv.where()}")
     operands = _align_captures(g, [tg, fg])
     outs = bind_control("cond", g, [resolve(g, p)] + operands,
                         dict(true_branch=tg, false_branch=fg))
@@ -225,16 +220,8 @@ def _name(names, i):
 
 def _check_same_structure(a, b, names):
     if not nest.same_structure(a, b):
-        raise ValueError(f"cond: the branches return different structures: {_describe(a)} vs "
-                         f"{_describe(b)}{_where()}")
-
-
-def _describe(x):
-    if isinstance(x, (list, tuple)):
-        return type(x).__name__ + "(" + ", ".join(_describe(v) for v in x) + ")"
-    if isinstance(x, dict):
-        return "{" + ", ".join(f"{k!r}: {_describe(v)}" for k, v in x.items()) + "}"
-    return "None" if x is None else "value"
+        raise ValueError(f"cond: the branches return different structures: {lv.describe(a)} vs "
+                         f"{lv.describe(b)}{lv.where()}")
 
 
 # -- while_loop --------------------------------------------------------------------------
@@ -254,30 +241,30 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
     single = not isinstance(loop_vars, (list, tuple))
     vars_ = [loop_vars] if single else list(loop_vars)
     leaves = nest.flatten(vars_)
-    names = list(_names or [f"loop_vars{p}" for p in nest.paths(vars_)])
+    names = lv.leaf_names(_names, vars_, "loop_vars")
     shapes = None
     if shape_invariants is not None:
-        shapes = _flatten_invariants([shape_invariants] if single else shape_invariants, vars_)
+        shapes = lv.flatten_invariants([shape_invariants] if single else shape_invariants, vars_)
     g = current_graph()
     if g is None:
-        return _eager_while(cond, body, loop_vars, vars_, single, shapes, maximum_iterations,
-                            names)
+        return lv.eager_while(cond, body, loop_vars, vars_, single, shapes, maximum_iterations,
+                              names)
     tensors = [_to_leaf_tensor(x, "while_loop") for x in leaves]
-    in_types = [_allowed_type(t.type, s, n) for t, s, n in
-                zip(tensors, shapes or [_EXACT] * len(tensors), names)]
+    in_types = [lv.allowed_type(t.type, s, n) for t, s, n in
+                zip(tensors, shapes or [lv.EXACT] * len(tensors), names)]
     counter = maximum_iterations is not None
     if counter:
         in_types.append(TensorType(_dt.int32, ()))
-        max_t = _max_iterations_tensor(maximum_iterations)
+        max_t = lv.max_iterations_tensor(maximum_iterations)
 
     def call_cond(*args):
-        r = _check_cond_result(cond(*args[:len(vars_)]))
+        r = lv.check_cond_result(cond(*args[:len(vars_)]))
         if counter:
             r = bind("logical_and", bind("less", args[-1], max_t), r)
         return r
 
     def call_body(*args):
-        flat = nest.flatten(_body_output(body(*args[:len(vars_)]), vars_, single))
+        flat = nest.flatten(lv.body_output(body(*args[:len(vars_)]), vars_, single))
         if counter:
             flat.append(bind("add", args[-1], convert_to_tensor(1, _dt.int32)))
         return flat
@@ -289,148 +276,11 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
     _finish_outputs(cg, [c_res], "while_loop cond")
     _finish_outputs(bg, b_res, "while_loop body", [t.dtype for t in in_types])
     for i, (v, o) in enumerate(zip(bg.inputs, bg.outputs)):
-        _check_loop_var(_name(names + ["<iteration counter>"], i), v.type, o.type,
-                        shapes is not None, "after one iteration")
+        lv.check_loop_var(_name(names + ["<iteration counter>"], i), v.type, o.type,
+                          shapes is not None, "after one iteration")
     init = [resolve(g, t) for t in tensors]
     if counter:
         init.append(resolve(g, convert_to_tensor(0, _dt.int32)))
     operands = _align_captures(g, [cg, bg])
     outs = bind_control("while", g, init + operands, dict(cond=cg, body=bg, n_vars=len(init)))
     return nest.pack_as(loop_vars, [_relink(o, v) for o, v in zip(leaves, outs)])
-
-
-_EXACT = object()   # no shape invariant given: the loop var keeps its initial shape
-
-
-def _flatten_invariants(inv, structure):
-    """One shape per loop-var leaf; `inv` nests like the loop vars (None covers a subtree)."""
-    out = []
-
-    def walk(s, x):
-        if x is None and nest.is_nest(s):
-            out.extend([None] * len(nest.flatten(s)))
-        elif isinstance(s, dict):
-            if not isinstance(x, dict) or set(x) != set(s):
-                raise ValueError(f"while_loop: shape_invariants {inv!r} does not nest like "
-                                 "loop_vars")
-            for k in sorted(s, key=repr):
-                walk(s[k], x[k])
-        elif isinstance(s, (list, tuple)):
-            if not isinstance(x, (list, tuple)) or len(x) != len(s):
-                raise ValueError(f"while_loop: shape_invariants {inv!r} does not nest like "
-                                 "loop_vars")
-            for a, b in zip(s, x):
-                walk(a, b)
-        else:
-            out.append(_as_shape(x))
-    walk(structure, inv)
-    return out
-
-
-def _as_shape(x):
-    if x is None:
-        return None
-    shape = getattr(x, "shape", x)
-    try:
-        return tuple(None if d is None else int(d) for d in shape)
-    except (TypeError, ValueError):
-        raise TypeError(f"while_loop: a shape invariant must be a list of ints and None (or "
-                        f"None), got {x!r}") from None
-
-
-def _allowed_type(t, shape, name):
-    """The loop var's type inside the loop: its initial type relaxed by its shape invariant."""
-    if shape is _EXACT or not isinstance(t, TensorType):
-        return t
-    if shape is None:
-        return TensorType(t.dtype, (None,) * len(t.shape))
-    if len(shape) != len(t.shape) or any(a is not None and a != b
-                                         for a, b in zip(shape, t.shape)):
-        raise ValueError(f"while_loop: shape invariant {list(shape)} for '{name}' does not fit "
-                         f"its initial shape {list(t.shape)}{_where()}")
-    return TensorType(t.dtype, shape)
-
-
-def _max_iterations_tensor(maximum_iterations):
-    m = maximum_iterations
-    if type(m) is Tensor or hasattr(m, "_as_tensor"):
-        m = convert_to_tensor(m)
-        if not m.dtype.is_integer or m.shape != ():
-            raise TypeError(f"while_loop: maximum_iterations must be a scalar integer, got "
-                            f"{m.dtype.name}{list(m.shape)}")
-        return m if m.dtype is _dt.int32 else bind("cast", m, dtype=_dt.int32)
-    if isinstance(m, bool) or not isinstance(m, (int, np.integer)):
-        raise TypeError(f"while_loop: maximum_iterations must be an int, got {m!r}")
-    return convert_to_tensor(int(m), _dt.int32)
-
-
-def _check_cond_result(r):
-    if isinstance(r, (bool, np.bool_)) and current_graph() is None:
-        return bool(r)
-    r = convert_to_tensor(r)
-    if r.dtype is not _dt.bool_ or r.shape != ():
-        raise TypeError(f"while_loop: cond must return a scalar bool, got {r.dtype.name}"
-                        f"{list(r.shape)}{_where()}")
-    return r
-
-
-def _body_output(out, vars_, single):
-    """The body's result as a list shaped like the loop vars (ValueError when it is not)."""
-    flat = [out] if single or not isinstance(out, (list, tuple)) else list(out)
-    if len(vars_) == 1 and not nest.same_structure(flat, vars_) and \
-            nest.same_structure([out], vars_):
-        flat = [out]        # one loop var that is itself a list/tuple
-    if not nest.same_structure(flat, vars_):
-        raise ValueError(f"while_loop: body returned {_describe(out)} but the loop vars are "
-                         f"{_describe(vars_)}{_where()}; it must return the loop vars' structure")
-    return flat
-
-
-def _check_loop_var(name, a, b, have_invariants, when):
-    """`a`: the type a loop var may have inside the loop; `b`: what the body made of it."""
-    if type(a) is not type(b) or a.dtype is not b.dtype:
-        raise ValueError(f"while_loop: loop variable '{name}' enters the loop as {a} but the "
-                         f"body makes it {b}{_where()}. A loop variable must keep its dtype: "
-                         "cast inside the body, or initialize it with the final dtype.")
-    if isinstance(a, TensorType) and (len(a.shape) != len(b.shape) or any(
-            x is not None and x != y for x, y in zip(a.shape, b.shape))):
-        hint = ""
-        if len(a.shape) == len(b.shape):
-            fit = [None if x != y else x for x, y in zip(a.shape, b.shape)]
-            hint = (f" If it is meant to change, pass shape_invariants with None for that "
-                    f"dimension (e.g. {fit} for '{name}').")
-        elif not have_invariants:
-            hint = " A loop variable must keep its rank."
-        raise ValueError(f"while_loop: loop variable '{name}' has shape {list(a.shape)} on "
-                         f"entry but {list(b.shape)} {when}{_where()}.{hint}")
-
-
-def _eager_type(x):
-    if hasattr(x, "_to_flow"):
-        return ListType(x.dtype, None)
-    if type(x) is Tensor or hasattr(x, "_as_tensor"):
-        return TensorType(x.dtype, tuple(x.shape))
-    return None     # Python data: only checked once it becomes a tensor
-
-
-def _eager_while(cond, body, loop_vars, vars_, single, shapes, maximum_iterations, names):
-    """Plain Python loop with the same checks (structure, dtype, shape) as the traced loop."""
-    limit = None if maximum_iterations is None else int(_max_iterations_tensor(maximum_iterations))
-    allowed = []
-    for x, s, n in zip(nest.flatten(vars_), shapes or [_EXACT] * len(names), names):
-        t = _eager_type(x)
-        if t is None and is_number(x):
-            t = convert_to_tensor(x).type
-        allowed.append(None if t is None else _allowed_type(t, s, n))
-    vs, i = vars_, 0
-    while True:
-        go = bool(_check_cond_result(cond(*vs)))
-        if not go or (limit is not None and i >= limit):
-            break
-        vs = _body_output(body(*vs), vars_, single)
-        for n, a, x in zip(names, allowed, nest.flatten(vs)):
-            b = _eager_type(x)
-            if a is not None and b is not None:
-                _check_loop_var(n, a, b, shapes is not None, f"after iteration {i + 1}")
-        i += 1
-    return nest.pack_as(loop_vars, nest.flatten(vs))
