@@ -195,3 +195,7 @@ def test_dynamic_broadcast_mismatch_fails_at_run_time():
     assert_same(f(np.ones(3, np.float32), np.ones(1, np.float32)), np.full(3, 2, np.float32))
     with pytest.raises(ValueError):
         f(np.ones(3, np.float32), np.ones(2, np.float32))
+
+
+def test_truediv_is_divide():
+    check(gc.truediv, np.array([0.5, 1.5]), np.array([1, 3], np.int32), np.int32(2))

@@ -208,3 +208,4 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
 
 
 PUBLIC.update(where=where, cast=cast, sigmoid=sigmoid, clip_by_value=clip_by_value)
+PUBLIC["truediv"] = PUBLIC["divide"]   # TF's name for `/` (ints give float64)
