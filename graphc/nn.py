@@ -7,7 +7,7 @@ from .runtime.dispatch import convert_to_tensor
 from .runtime.ops import elementwise as _ew
 from .runtime.ops._rules import FLOAT, INTEGER, check_kind
 from .runtime.ops.reduce import PUBLIC as _R
-from .runtime.ops.shape import one_hot as _one_hot, expand_dims as _expand_dims
+from .runtime.ops.indexing import one_hot as _one_hot
 
 _E = _ew.PUBLIC
 

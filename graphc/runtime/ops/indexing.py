@@ -1,4 +1,5 @@
-"""Tensor indexing `x[...]`: ints, slices (with steps), None, Ellipsis and int tensors.
+"""Tensor indexing `x[...]` (ints, slices with steps, None, Ellipsis, int tensors), gather
+and one_hot.
 
 The index is stored as a static template attr; tensor parts of it (a symbolic loop counter
 `x[i]`, slice bounds, gather indices) become extra op inputs referenced as "$k" (input k).
@@ -9,10 +10,12 @@ import numpy as np
 
 from ...errors import InvalidArgumentError
 from ..dispatch import bind, convert_to_tensor
-from ..registry import register, SHAPE
+from ... import dtypes as _dt
+from ..registry import register, SHAPE, OPAQUE
 from ..tensor import Tensor
 from ._rules import check_kind, INTEGER, tensor
-from .reduce import static_int
+from .reduce import static_int, normalize_axis
+from .shape import reshape, expand_dims
 
 
 def _dims(shape):
@@ -97,12 +100,74 @@ def _getitem_impl(x, *tensors, index):
     except IndexError as e:   # only dynamic (tensor) indices get here; static ones are checked
         raise InvalidArgumentError(f"getitem: {e} (tensor of shape {list(x.shape)})") from None
     if take is not None:
-        from .shape import _gather_impl
         y = _gather_impl(y, take[1], axis=take[0])
     return y
 
 
-register("getitem", _getitem_infer, _getitem_impl, kind=SHAPE)
+def _getitem_vjp(gs, outs, ins, index):
+    from ..autodiff_ops import scatter_like
+    return [scatter_like(gs[0], ins[0], index, list(ins[1:]))] + [None] * (len(ins) - 1)
+
+
+register("getitem", _getitem_infer, _getitem_impl, kind=SHAPE, vjp=_getitem_vjp)
+
+
+# -- gather / one_hot ------------------------------------------------------------------
+def _gather_infer(types, axis):
+    x, idx = types
+    check_kind("gather", idx, INTEGER, "indices")
+    if not 0 <= axis < x.ndim:
+        raise ValueError(f"gather: axis {axis} is out of range for shape {_dims(x.shape)}")
+    return [tensor(x.dtype, x.shape[:axis] + idx.shape + x.shape[axis + 1:])]
+
+
+def _gather_impl(x, idx, axis):
+    n = x.shape[axis]
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        bad = idx[(idx < 0) | (idx >= n)].ravel()[0]
+        raise InvalidArgumentError(f"gather: index {bad} is out of range [0, {n}) for axis "
+                                   f"{axis} of shape {list(x.shape)}")
+    return np.take(x, idx, axis=axis)
+
+
+def _gather_vjp(gs, outs, ins, axis):
+    from ..autodiff_ops import scatter_like
+    index = (("slice", None, None, None),) * axis + (("take", "$1"),)
+    return [scatter_like(gs[0], ins[0], index, [ins[1]]), None]
+
+
+register("gather", _gather_infer, _gather_impl, kind=OPAQUE, vjp=_gather_vjp)
+
+
+def gather(params, indices, axis=None, batch_dims=0, name=None):
+    """Pick slices of `params` along `axis` (default 0) at the int `indices`."""
+    if batch_dims != 0:
+        raise ValueError("gather: only batch_dims=0 is supported")
+    x = convert_to_tensor(params)
+    idx = convert_to_tensor(indices)
+    return bind("gather", x, idx, axis=normalize_axis("gather", 0 if axis is None else axis,
+                                                      x.ndim))
+
+
+def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
+    """A one-hot encoding of int `indices` with `depth` classes along `axis` (default last).
+
+    Out-of-range indices give an all-off row, as in TF. A composite of range/equal/where.
+    """
+    from .creation import range as _range
+    from .elementwise import where, PUBLIC as E
+    idx = convert_to_tensor(indices)
+    check_kind("one_hot", idx.type, INTEGER, "indices")
+    if dtype is None:
+        given = on_value if on_value is not None else off_value
+        dtype = _dt.float32 if given is None else convert_to_tensor(given).dtype
+    dtype = _dt.as_dtype(dtype)
+    on = convert_to_tensor(1 if on_value is None else on_value, dtype)
+    off = convert_to_tensor(0 if off_value is None else off_value, dtype)
+    a = normalize_axis("one_hot", -1 if axis is None else axis, idx.ndim + 1)
+    classes = _range(depth, dtype=idx.dtype)
+    classes = reshape(classes, [-1] + [1] * (idx.ndim - a))
+    return where(E["equal"](expand_dims(idx, a), classes), on, off)
 
 
 def _is_index_list(v):
@@ -156,4 +221,4 @@ def getitem(tensor, index):
     return bind("getitem", x, *inputs, index=tuple(template))
 
 
-PUBLIC = {"getitem": getitem}
+PUBLIC = {"getitem": getitem, "gather": gather, "one_hot": one_hot}

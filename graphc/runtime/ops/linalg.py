@@ -1,7 +1,7 @@
 """Linear algebra: batched matmul (a primitive) and tensordot (a composite over it)."""
 import numpy as np
 
-from ..dispatch import bind, convert_like, convert_to_tensor
+from ..dispatch import bind, convert_like
 from ..registry import register, LINALG
 from ..tensor import Tensor
 from ._rules import NUMERIC, check_kind, same_dtype, broadcast_shapes, tensor
@@ -44,7 +44,24 @@ def _matmul_impl(a, b, transpose_a, transpose_b):
     return np.matmul(a, b)
 
 
-register("matmul", _matmul_infer, run_checked("matmul", _matmul_impl), kind=LINALG)
+def _matmul_vjp(gs, outs, ins, transpose_a, transpose_b):
+    """Standard matmul gradients per transpose flag, summed over broadcast batch dims."""
+    from ..autodiff import unbroadcast
+    g, (a, b) = gs[0], ins
+    if not transpose_a and not transpose_b:
+        da, db = matmul(g, b, transpose_b=True), matmul(a, g, transpose_a=True)
+    elif transpose_a and not transpose_b:
+        da, db = matmul(b, g, transpose_b=True), matmul(a, g)
+    elif not transpose_a:
+        da, db = matmul(g, b), matmul(g, a, transpose_a=True)
+    else:
+        da = matmul(b, g, transpose_a=True, transpose_b=True)
+        db = matmul(g, a, transpose_a=True, transpose_b=True)
+    return [unbroadcast(da, a.shape), unbroadcast(db, b.shape)]
+
+
+register("matmul", _matmul_infer, run_checked("matmul", _matmul_impl), kind=LINALG,
+         vjp=_matmul_vjp)
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, name=None):

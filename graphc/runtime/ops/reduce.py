@@ -93,6 +93,55 @@ _REDUCERS = {
 }
 
 
+# -- gradient rules (public ops, so they run eagerly and emit graph nodes while tracing) --
+def _expand_reduced(g, x, axis, keepdims):
+    """`g` (a reduction's gradient) with the reduced axes back as size 1."""
+    if not keepdims:
+        for a in axis:
+            g = bind("expand_dims", g, axis=a)
+    return g
+
+
+def _like_input(g, x):
+    """`g` broadcast to the (possibly dynamic) shape of `x`."""
+    if None not in x.shape:
+        return bind("broadcast_to", g, shape=tuple(x.shape))
+    return bind("broadcast_to", g, bind("shape", x, out_type=_dt.int32), shape=tuple(x.shape))
+
+
+def _sum_vjp(gs, outs, ins, axis, keepdims):
+    return [_like_input(_expand_reduced(gs[0], ins[0], axis, keepdims), ins[0])]
+
+
+def _extremum_vjp(gs, outs, ins, axis, keepdims):
+    """Ties share the gradient equally, as in TF."""
+    from .elementwise import PUBLIC as E
+    x = ins[0]
+    y = _expand_reduced(outs[0], x, axis, keepdims)
+    hit = E["cast"](E["equal"](x, y), x.dtype)
+    share = E["divide"](_expand_reduced(gs[0], x, axis, keepdims),
+                        PUBLIC["reduce_sum"](hit, axis, keepdims=True))
+    return [E["multiply"](hit, share)]
+
+
+def _prod_vjp(gs, outs, ins, axis, keepdims):
+    """d prod / d x_i = product of the others, exact also where x has zeros."""
+    from .elementwise import PUBLIC as E
+    x = ins[0]
+    g = _expand_reduced(gs[0], x, axis, keepdims)
+    is_zero = E["equal"](x, 0)
+    nonzero = E["where"](is_zero, 1, x)
+    prod_nz = PUBLIC["reduce_prod"](nonzero, axis, keepdims=True)
+    zeros = PUBLIC["reduce_sum"](E["cast"](is_zero, x.dtype), axis, keepdims=True)
+    others = E["where"](is_zero, E["where"](E["equal"](zeros, 1), prod_nz, 0),
+                        E["where"](E["equal"](zeros, 0), E["divide"](prod_nz, nonzero), 0))
+    return [E["multiply"](g, others)]
+
+
+_REDUCE_VJP = {"reduce_sum": _sum_vjp, "reduce_prod": _prod_vjp,
+               "reduce_max": _extremum_vjp, "reduce_min": _extremum_vjp}
+
+
 def _register_reduce(name, kind, fn):
     def infer(types, axis, keepdims):
         t = types[0]
@@ -103,7 +152,8 @@ def _register_reduce(name, kind, fn):
     def impl(x, axis, keepdims):
         with np.errstate(all="ignore"):
             return np.asarray(fn(x, axis, keepdims))
-    register(name, infer, impl, kind=REDUCE)
+    register(name, infer, impl, kind=REDUCE, vjp=_REDUCE_VJP.get(name),
+             nondiff=name not in _REDUCE_VJP)
 
 
 for _name, (_kind, _fn) in _REDUCERS.items():
@@ -130,7 +180,8 @@ def _count(x, axes):
     if None not in dims:
         return constant(int(np.prod(dims, dtype=np.int64)), x.dtype) if x.dtype.is_integer \
             else constant(float(np.prod(dims, dtype=np.int64)), x.dtype)
-    from .shape import shape as _shape, gather
+    from .shape import shape as _shape
+    from .indexing import gather
     from .elementwise import cast
     n = PUBLIC["reduce_prod"](gather(_shape(x), constant(list(axes), _dt.int32)))
     return cast(n, x.dtype)
@@ -222,7 +273,9 @@ def _cumsum_impl(x, axis, exclusive, reverse):
     return np.flip(out, axis) if reverse else out
 
 
-register("cumsum", _cumsum_infer, _cumsum_impl, kind=OPAQUE)
+register("cumsum", _cumsum_infer, _cumsum_impl, kind=OPAQUE,
+         vjp=lambda gs, outs, ins, axis, exclusive, reverse: [bind(
+             "cumsum", gs[0], axis=axis, exclusive=exclusive, reverse=not reverse)])
 
 
 def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):

@@ -9,7 +9,7 @@ import numpy as np
 from ... import dtypes as _dt
 from ...errors import InvalidArgumentError
 from ..dispatch import bind, constant, convert_like, convert_to_tensor
-from ..registry import register, SHAPE, OPAQUE
+from ..registry import register, SHAPE
 from ..tensor import Tensor
 from ._rules import INTEGER, check_kind, same_dtype, tensor
 from .reduce import static_int, normalize_axis, normalize_axes, run_checked
@@ -105,7 +105,15 @@ def _reshape_impl(x, *dynamic, shape):
     return np.reshape(x, target)
 
 
-register("reshape", _reshape_infer, run_checked("reshape", _reshape_impl), kind=SHAPE)
+def _reshape_like(g, x):
+    """Gradient rules: `g` reshaped to the (possibly dynamic) shape of `x`."""
+    if None not in x.shape:
+        return bind("reshape", g, shape=tuple(x.shape))
+    return bind("reshape", g, bind("shape", x, out_type=_dt.int32), shape=tuple(x.shape))
+
+
+register("reshape", _reshape_infer, run_checked("reshape", _reshape_impl), kind=SHAPE,
+         vjp=lambda gs, outs, ins, shape: [_reshape_like(gs[0], ins[0]), None])
 
 
 def reshape(tensor, shape, name=None):
@@ -127,7 +135,9 @@ def _transpose_infer(types, perm):
     return [tensor(x.dtype, tuple(x.shape[p] for p in perm))]
 
 
-register("transpose", _transpose_infer, lambda x, perm: np.transpose(x, perm), kind=SHAPE)
+register("transpose", _transpose_infer, lambda x, perm: np.transpose(x, perm), kind=SHAPE,
+         vjp=lambda gs, outs, ins, perm: [bind("transpose", gs[0],
+                                               perm=tuple(int(i) for i in np.argsort(perm)))])
 
 
 def transpose(a, perm=None, name=None):
@@ -150,7 +160,8 @@ def _expand_infer(types, axis):
     return [tensor(x.dtype, x.shape[:axis] + (1,) + x.shape[axis:])]
 
 
-register("expand_dims", _expand_infer, lambda x, axis: np.expand_dims(x, axis), kind=SHAPE)
+register("expand_dims", _expand_infer, lambda x, axis: np.expand_dims(x, axis), kind=SHAPE,
+         vjp=lambda gs, outs, ins, axis: [bind("squeeze", gs[0], axis=(axis,))])
 
 
 def expand_dims(input, axis, name=None):
@@ -175,7 +186,8 @@ def _squeeze_impl(x, axis):
     return np.squeeze(x, axis)
 
 
-register("squeeze", _squeeze_infer, _squeeze_impl, kind=SHAPE)
+register("squeeze", _squeeze_infer, _squeeze_impl, kind=SHAPE,
+         vjp=lambda gs, outs, ins, axis: [_reshape_like(gs[0], ins[0])])
 
 
 def squeeze(input, axis=None, name=None):
@@ -213,8 +225,19 @@ def _concat_infer(types, axis):
     return [tensor(dtype, tuple(out))]
 
 
+def _concat_vjp(gs, outs, ins, axis):
+    """Each input's gradient is its slice of `g` along `axis`."""
+    grads, start = [], 0
+    for x in ins:
+        stop = start + (x.shape[axis] if x.shape[axis] is not None else shape(x)[axis])
+        grads.append(gs[0][(slice(None),) * axis + (slice(start, stop),)])
+        start = stop
+    return grads
+
+
 register("concat", _concat_infer,
-         run_checked("concat", lambda *xs, axis: np.concatenate(xs, axis)), kind=SHAPE)
+         run_checked("concat", lambda *xs, axis: np.concatenate(xs, axis)), kind=SHAPE,
+         vjp=_concat_vjp)
 
 
 def concat(values, axis, name=None):
@@ -260,7 +283,8 @@ def _unstack_impl(x, axis, num):
     return parts[0] if num == 1 else parts
 
 
-register("unstack", _unstack_infer, _unstack_impl, kind=SHAPE)
+register("unstack", _unstack_infer, _unstack_impl, kind=SHAPE,
+         vjp=lambda gs, outs, ins, axis, num: [stack(gs, axis)])
 
 
 def unstack(value, num=None, axis=0, name=None):
@@ -274,58 +298,6 @@ def unstack(value, num=None, axis=0, name=None):
                              "unknown while tracing; pass num=...")
     out = bind("unstack", x, axis=a, num=int(num))
     return [] if out is None else [out] if type(out) is Tensor else list(out)
-
-
-# -- gather / one_hot ------------------------------------------------------------------
-def _gather_infer(types, axis):
-    x, idx = types
-    check_kind("gather", idx, INTEGER, "indices")
-    if not 0 <= axis < x.ndim:
-        raise ValueError(f"gather: axis {axis} is out of range for shape {_dims(x.shape)}")
-    return [tensor(x.dtype, x.shape[:axis] + idx.shape + x.shape[axis + 1:])]
-
-
-def _gather_impl(x, idx, axis):
-    n = x.shape[axis]
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
-        bad = idx[(idx < 0) | (idx >= n)].ravel()[0]
-        raise InvalidArgumentError(f"gather: index {bad} is out of range [0, {n}) for axis "
-                                   f"{axis} of shape {list(x.shape)}")
-    return np.take(x, idx, axis=axis)
-
-
-register("gather", _gather_infer, _gather_impl, kind=OPAQUE)
-
-
-def gather(params, indices, axis=None, batch_dims=0, name=None):
-    """Pick slices of `params` along `axis` (default 0) at the int `indices`."""
-    if batch_dims != 0:
-        raise ValueError("gather: only batch_dims=0 is supported")
-    x = convert_to_tensor(params)
-    idx = convert_to_tensor(indices)
-    return bind("gather", x, idx, axis=normalize_axis("gather", 0 if axis is None else axis,
-                                                      x.ndim))
-
-
-def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
-    """A one-hot encoding of int `indices` with `depth` classes along `axis` (default last).
-
-    Out-of-range indices give an all-off row, as in TF. A composite of range/equal/where.
-    """
-    from .creation import range as _range
-    from .elementwise import where, PUBLIC as E
-    idx = convert_to_tensor(indices)
-    check_kind("one_hot", idx.type, INTEGER, "indices")
-    if dtype is None:
-        given = on_value if on_value is not None else off_value
-        dtype = _dt.float32 if given is None else convert_to_tensor(given).dtype
-    dtype = _dt.as_dtype(dtype)
-    on = convert_to_tensor(1 if on_value is None else on_value, dtype)
-    off = convert_to_tensor(0 if off_value is None else off_value, dtype)
-    a = normalize_axis("one_hot", -1 if axis is None else axis, idx.ndim + 1)
-    classes = _range(depth, dtype=idx.dtype)
-    classes = reshape(classes, [-1] + [1] * (idx.ndim - a))
-    return where(E["equal"](expand_dims(idx, a), classes), on, off)
 
 
 # -- shape / size / broadcast_to / tile ------------------------------------------------
@@ -385,7 +357,12 @@ def _broadcast_impl(x, *dynamic, shape=None):
                                    f"{list(target)}") from None
 
 
-register("broadcast_to", _broadcast_infer, _broadcast_impl, kind=SHAPE)
+def _broadcast_vjp(gs, outs, ins, shape=None):
+    from ..autodiff import unbroadcast
+    return [unbroadcast(gs[0], ins[0].shape), None]
+
+
+register("broadcast_to", _broadcast_infer, _broadcast_impl, kind=SHAPE, vjp=_broadcast_vjp)
 
 
 def broadcast_to(input, shape, name=None):
@@ -404,7 +381,20 @@ def _tile_infer(types, multiples):
                                   for d, m in zip(x.shape, multiples)))]
 
 
-register("tile", _tile_infer, lambda x, multiples: np.tile(x, multiples), kind=SHAPE)
+def _tile_vjp(gs, outs, ins, multiples):
+    """Split every axis into (multiple, size) and sum over the multiples."""
+    from .reduce import PUBLIC as R
+    x = ins[0]
+    if not x.ndim:
+        return [gs[0]]
+    split = []
+    for i, m in enumerate(multiples):
+        split += [m, x.shape[i] if x.shape[i] is not None else shape(x)[i]]
+    return [R["reduce_sum"](reshape(gs[0], split), tuple(range(0, 2 * x.ndim, 2)))]
+
+
+register("tile", _tile_infer, lambda x, multiples: np.tile(x, multiples), kind=SHAPE,
+         vjp=_tile_vjp)
 
 
 def tile(input, multiples, name=None):
@@ -420,9 +410,9 @@ def tile(input, multiples, name=None):
 
 
 PUBLIC = dict(reshape=reshape, transpose=transpose, expand_dims=expand_dims, squeeze=squeeze,
-              concat=concat, stack=stack, unstack=unstack, gather=gather, one_hot=one_hot,
+              concat=concat, stack=stack, unstack=unstack,
               shape=shape, size=size, broadcast_to=broadcast_to, tile=tile)
 
-from . import indexing  # noqa: E402  (registers getitem, which builds on the ops above)
+from . import indexing  # noqa: E402  (getitem, gather, one_hot: built on the ops above)
 
 PUBLIC.update(indexing.PUBLIC)
