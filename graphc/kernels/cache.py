@@ -26,9 +26,11 @@ def _package_fingerprint():
     """graphc's kernel-relevant sources, so an edit to them changes every key."""
     here = os.path.dirname(os.path.abspath(__file__))
     h = hashlib.sha256()
-    for name in ("scalar.py", "vecmath.py", "codegen.py", "loops.py"):
+    names = sorted(n for n in os.listdir(here) if n.endswith(".py") and (
+        n.startswith("vecmath") or n in ("scalar.py", "codegen.py", "loops.py")))
+    for name in names:
         path = os.path.join(here, name)
-        if os.path.exists(path):
+        if os.path.isfile(path):
             with open(path, "rb") as f:
                 h.update(name.encode() + f.read())
     return h.hexdigest()[:16]

@@ -1,0 +1,222 @@
+"""Agreement harness: every elementwise op, every reduction and the fused patterns give the
+same results on the numba backend as on the numpy interpreter and eagerly.
+
+Each function computes many ops at once, so one compiled kernel covers a whole op family
+per dtype and broadcast pattern: the number of distinct compiles stays small.
+"""
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import graphc as gc
+from graphc.runtime.registry import REGISTRY
+
+FLOAT_UNARY = ["negative", "abs", "sign", "square", "exp", "log", "log1p", "sqrt", "rsqrt",
+               "sin", "cos", "tan", "tanh", "floor", "ceil", "round", "erf"]
+INT_UNARY = ["negative", "abs", "sign", "square"]
+BINARY = ["add", "subtract", "multiply", "divide", "floordiv", "mod", "pow", "maximum",
+          "minimum"]
+COMPARE = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
+REDUCE = ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min"]
+TOL = {"float32": dict(rtol=2e-5, atol=1e-6), "float64": dict(rtol=1e-12, atol=1e-14)}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kernel_env(tmp_path_factory):
+    """One kernel cache per test run; kernels forced on for tiny test shapes."""
+    cache = tmp_path_factory.getbasetemp() / "graphc-kernel-cache"
+    cache.mkdir(mode=0o700, exist_ok=True)
+    saved = {k: os.environ.get(k) for k in ("GRAPHC_CACHE_DIR", "GRAPHC_NUMBA_MIN_SIZE",
+                                            "GRAPHC_KERNEL_CHOICE")}
+    os.environ.update(GRAPHC_CACHE_DIR=str(cache), GRAPHC_NUMBA_MIN_SIZE="0",
+                      GRAPHC_KERNEL_CHOICE="kernel")
+    yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def _agree(fn, *arrays):
+    """fn eagerly, on the numpy backend and on the numba backend: same dtypes, shapes, values."""
+    tensors = [gc.constant(a) for a in arrays]
+    ref = _flat(gc.function(fn, backend="numpy")(*tensors))
+    fast = gc.function(fn, backend="numba")
+    got = _flat(fast(*tensors))
+    plan = fast.get_concrete_function(*tensors).graph._numba_plan
+    assert plan.groups, "nothing was fused: the harness would not test any kernel"
+    for runner in plan.groups:     # every group really ran its compiled kernel
+        assert runner.used and not runner.fallbacks, runner.fallbacks
+    eager = _flat(fn(*tensors))
+    assert len(got) == len(ref) == len(eager)
+    for g, r, e in zip(got, ref, eager):
+        g, r, e = g.numpy(), r.numpy(), e.numpy()
+        assert g.dtype == r.dtype == e.dtype and g.shape == r.shape == e.shape
+        if g.dtype.kind == "f":
+            np.testing.assert_allclose(g, r, equal_nan=True, **TOL[g.dtype.name])
+            np.testing.assert_allclose(e, r, equal_nan=True, **TOL[g.dtype.name])
+        else:
+            np.testing.assert_array_equal(g, r)
+            np.testing.assert_array_equal(e, r)
+    return got
+
+
+def _flat(x):
+    if isinstance(x, (list, tuple)):
+        return [y for v in x for y in _flat(v)]
+    return [x]
+
+
+def _op(name):
+    return getattr(gc, name)
+
+
+# shapes: a domain and a second operand that broadcasts into it (ranks 1..2 keep compiles few)
+shape_pairs = st.sampled_from([((7,), (7,)), ((7,), ()), ((3, 5), (5,)), ((3, 5), (3, 1)),
+                               ((3, 5), (3, 5)), ((1, 5), (4, 1))])
+
+
+def _data(rng, shape, dtype, positive=False):
+    if np.dtype(dtype).kind == "f":
+        x = rng.standard_normal(shape) * 3
+        x = np.abs(x) + 0.1 if positive else x
+        return np.asarray(x, dtype=dtype)
+    lo = 1 if positive else -9
+    return np.asarray(rng.integers(lo, 10, size=shape), dtype=dtype)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shapes=shape_pairs, dtype=st.sampled_from(["float32", "float64"]),
+       seed=st.integers(0, 2**16))
+def test_float_unary_ops_agree(shapes, dtype, seed):
+    rng = np.random.default_rng(seed)
+    x, y = _data(rng, shapes[0], dtype), _data(rng, shapes[1], dtype, positive=True)
+    # multiply by y first so each op is fused with another one into the same kernel
+    _agree(lambda a, b: [_op(n)(a * b) for n in FLOAT_UNARY], x, y)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shapes=shape_pairs, dtype=st.sampled_from(["int32", "int64"]),
+       seed=st.integers(0, 2**16))
+def test_int_unary_ops_agree(shapes, dtype, seed):
+    rng = np.random.default_rng(seed)
+    x, y = _data(rng, shapes[0], dtype), _data(rng, shapes[1], dtype, positive=True)
+    _agree(lambda a, b: [_op(n)(a * b) for n in INT_UNARY], x, y)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shapes=shape_pairs, dtype=st.sampled_from(["float32", "float64", "int32", "int64"]),
+       seed=st.integers(0, 2**16))
+def test_binary_and_compare_ops_agree_with_broadcasting(shapes, dtype, seed):
+    rng = np.random.default_rng(seed)
+    x, y = _data(rng, shapes[0], dtype), _data(rng, shapes[1], dtype, positive=True)
+    if np.dtype(dtype).kind == "i":
+        y = np.minimum(y, 3).astype(dtype)     # keep integer powers in range
+
+    def f(a, b):
+        a2 = a + a                               # fused producer for every op below
+        outs = [_op(n)(a2, b) for n in BINARY + COMPARE]
+        outs.append(gc.where(a2 > b, a2, b))
+        outs.append(gc.logical_and(a2 > b, gc.logical_not(a2 < b * b)))
+        outs.append(gc.cast(a2, gc.float64 if a.dtype != gc.float64 else gc.float32))
+        return outs
+    _agree(f, x, y)
+
+
+def test_integer_division_by_zero_agrees():
+    x = np.array([7, -7, 0, 5], np.int32)
+    y = np.array([0, 0, 0, 2], np.int32)
+    _agree(lambda a, b: [gc.floordiv(a * 1 + a, b), gc.mod(a + a, b)], x, y)
+
+
+def test_int32_overflow_wraps_like_numpy():
+    x = np.array([2**30, -2**30, 123456789], np.int32)
+    _agree(lambda a: [(a * a) // 3, (a + a) * 4 - 1], x)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")   # numpy's own overflow warnings
+def test_special_float_values_agree():
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, 3e38, -1.5], np.float32)
+    _agree(lambda a: [gc.exp(a * 2), gc.log(a + 0), gc.maximum(a * 1, a * 2),
+                      gc.minimum(a * 1, -a), gc.sign(-a), gc.floor(a * 0.5)], x)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shape=st.sampled_from([(6,), (3, 4), (2, 3, 4)]), data=st.data(),
+       dtype=st.sampled_from(["float32", "float64", "int32"]), keep=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_reductions_agree(shape, data, dtype, keep, seed):
+    rng = np.random.default_rng(seed)
+    axes = data.draw(st.sampled_from([None, len(shape) - 1, 0, tuple(range(len(shape)))]))
+    x = _data(rng, shape, dtype)
+    y = _data(rng, shape, dtype, positive=True)
+    if np.dtype(dtype).kind == "i":
+        y = np.ones_like(y)
+
+    def f(a, b):
+        t = a * b
+        return [_op(n)(t, axis=axes, keepdims=keep) for n in REDUCE]
+    _agree(f, x, y)
+
+
+def test_reduce_max_propagates_nan_and_handles_inf():
+    x = np.array([[1, np.nan, 3], [-np.inf, -np.inf, -np.inf], [np.inf, 2, 1]], np.float32)
+    _agree(lambda a: [gc.reduce_max(a * 1.5, axis=1), gc.reduce_min(a * 1.5, axis=1)], x)
+
+
+def test_bool_reductions_agree():
+    x = np.array([[1, -2, 3], [0, 0, 0], [4, 5, 6]], np.float32)
+    _agree(lambda a: [gc.reduce_all(a * a > 0, axis=1), gc.reduce_any(a * a > 1, axis=1)], x)
+
+
+def _softmax(x):
+    m = gc.reduce_max(x, axis=-1, keepdims=True)
+    e = gc.exp(x - m)
+    return e / gc.reduce_sum(e, axis=-1, keepdims=True)
+
+
+def _layernorm(x, g, b):
+    mean = gc.reduce_mean(x, axis=-1, keepdims=True)
+    xc = x - mean
+    var = gc.reduce_mean(xc * xc, axis=-1, keepdims=True)
+    return xc * gc.rsqrt(var + 1e-5) * g + b
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.integers(1, 9), cols=st.integers(1, 17), seed=st.integers(0, 2**16),
+       dtype=st.sampled_from(["float32", "float64"]))
+def test_fused_patterns_agree(rows, cols, seed, dtype):
+    rng = np.random.default_rng(seed)
+    x = _data(rng, (rows, cols), dtype)
+    g, b = _data(rng, (cols,), dtype), _data(rng, (cols,), dtype)
+    w = _data(rng, (cols, 3), dtype)
+    bias = _data(rng, (3,), dtype)
+    _agree(_softmax, x)
+    _agree(_layernorm, x, g, b)
+    _agree(lambda a: gc.reduce_logsumexp(a * 2, axis=1), x)
+    _agree(lambda a: gc.nn.log_softmax(a * 0.5), x)
+    _agree(lambda a: [gc.nn.gelu(a * 0.5), gc.nn.sigmoid(a) * gc.nn.relu(a)], x)
+    _agree(lambda a, m, c: gc.nn.relu(gc.matmul(a, m) + c) * 2.0, x, w, bias)
+    _agree(lambda a: gc.reduce_mean(gc.square(a - gc.reduce_mean(a, axis=0)), axis=0), x)
+
+
+def test_every_fusible_registry_op_is_covered():
+    """A new elementwise op in the registry must be added to this harness."""
+    covered = set(FLOAT_UNARY + INT_UNARY + BINARY + COMPARE + REDUCE) | {
+        "where", "logical_and", "logical_not", "logical_or", "cast", "fill", "stop_gradient"}
+    fusible = {n for n, d in REGISTRY.items() if d.kind in ("elementwise", "reduce")}
+    missing = fusible - covered - {"reduce_all", "reduce_any"}
+    assert not missing, f"ops without an agreement test: {sorted(missing)}"
+
+
+def test_logical_or_agrees():
+    x = np.array([[1, -2], [0, 3]], np.float32)
+    _agree(lambda a: gc.logical_or(a * a > 1, a < 0), x)
+
+
+def test_stop_gradient_agrees():
+    x = np.array([[1, -2], [0, 3]], np.float32)
+    _agree(lambda a: gc.stop_gradient(a * 2) + a, x)
