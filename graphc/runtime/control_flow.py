@@ -168,7 +168,7 @@ def cond(pred, true_fn=None, false_fn=None, name=None, *, _names=None):
     g = current_graph()
     tg, t_res = _trace_fn(g, "true_branch", true_fn, [], None)
     fg, f_res = _trace_fn(g, "false_branch", false_fn, [], None)
-    names = lv.leaf_names(_names, t_res, "output")
+    names = lv.leaf_names(_names, t_res, "output")   # after tracing: AutoGraph fills _names then
     _check_same_structure(t_res, f_res, names)
     t_leaves, f_leaves = nest.flatten(t_res), nest.flatten(f_res)
     keep = []

@@ -8,7 +8,7 @@ import numpy as np
 from .. import dtypes as _dt
 from . import context, nest
 from .context import current_graph, format_location
-from .dispatch import bind, convert_to_tensor, is_number
+from .dispatch import bind, constant, convert_to_tensor, is_number
 from .tensor import Tensor
 from .types import TensorType, ListType
 
@@ -158,9 +158,10 @@ def eager_type(x):
 def eager_while(cond, body, loop_vars, vars_, single, shapes, maximum_iterations, names):
     """Plain Python loop with the same checks (structure, dtype, shape) as the traced loop."""
     limit = None if maximum_iterations is None else int(max_iterations_tensor(maximum_iterations))
-    allowed = []
+    allowed, tensor_in = [], []
     for x, s, n in zip(nest.flatten(vars_), shapes or [EXACT] * len(names), names):
         t = eager_type(x)
+        tensor_in.append(isinstance(t, TensorType))
         if t is None and is_number(x):
             t = convert_to_tensor(x).type
         allowed.append(None if t is None else allowed_type(t, s, n))
@@ -169,10 +170,13 @@ def eager_while(cond, body, loop_vars, vars_, single, shapes, maximum_iterations
         go = bool(check_cond_result(cond(*vs)))
         if not go or (limit is not None and i >= limit):
             break
-        vs = body_output(body(*vs), vars_, single)
-        for n, a, x in zip(names, allowed, nest.flatten(vs)):
+        flat = nest.flatten(body_output(body(*vs), vars_, single))
+        for k, (n, a, x) in enumerate(zip(names, allowed, flat)):
+            if tensor_in[k] and is_number(x):   # as traced: a number takes the var's dtype
+                x = flat[k] = constant(x, a.dtype)
             b = eager_type(x)
             if a is not None and b is not None:
                 check_loop_var(n, a, b, shapes is not None, f"after iteration {i + 1}")
+        vs = nest.pack_as(vars_, flat)
         i += 1
     return nest.pack_as(loop_vars, nest.flatten(vs))

@@ -387,3 +387,36 @@ graph f(%x: float32[]) {
   }
   return %while_0.1
 }"""
+
+
+def test_cond_in_cond_captures_from_the_outermost_graph():
+    def run(x, p, q):
+        return gc.cond(p, lambda: gc.cond(q, lambda: x * 2.0, lambda: x + 1.0), lambda: -x)
+
+    for p in (True, False):
+        for q in (True, False):
+            want = (6.0 if q else 4.0) if p else -3.0
+            for r in both(run, np.float32(3.0), p, q):
+                assert float(r) == want
+
+
+def test_loop_var_conversions():
+    v = gc.Variable(3.0)
+
+    def run(x):
+        grown = gc.while_loop(lambda a: a < 100.0, lambda a: a * v, [v])   # a Variable's value
+        # a Python number from the body takes the loop var's dtype (float64 here)
+        _, zeroed = gc.while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, 0), [0, x])
+        return grown[0], zeroed
+
+    for grown, zeroed in both(run, np.float64(2.0)):
+        assert float(grown) == 243.0
+        assert zeroed.dtype is gc.float64 and float(zeroed) == 0.0
+    assert float(v.read_value()) == 3.0
+
+
+def test_names_may_be_given_per_top_level_var():
+    with pytest.raises(ValueError, match=r"loop variable 'b\[1\]' enters the loop as float32"):
+        gc.while_loop(lambda a, b: True,
+                      lambda a, b: (a, (b[0], gc.cast(b[1], gc.float64))),
+                      [gc.constant(1), (gc.constant(1.0), gc.constant(2.0))], _names=["a", "b"])

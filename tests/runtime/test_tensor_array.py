@@ -353,3 +353,52 @@ def test_optimized_graph_keeps_list_ops_and_agrees():
     after = sorted(op.type for op in walk(opt) if op.type.startswith("tensor_list"))
     assert before == after
     np.testing.assert_array_equal(run_graph(opt, [x])[0], f(x).numpy())
+
+
+def test_runtime_element_shape_check_for_unknown_dims():
+    @function(input_signature=[gc.TensorSpec([None], gc.float32)] * 2)
+    def f(x, y):
+        return gc.TensorArray(gc.float32, size=2).write(0, x).write(1, y).stack()
+
+    np.testing.assert_array_equal(f([1.0, 2.0], [3.0, 4.0]).numpy(), [[1, 2], [3, 4]])
+    with pytest.raises(InvalidArgumentError, match=r"shape \[3\] does not match .*shape \[2\]"):
+        f([1.0, 2.0], [3.0, 4.0, 5.0])
+    ta = gc.TensorArray(gc.float32, size=2, element_shape=[None, 2]).write(0, [[1.0, 2.0]])
+    assert ta.element_shape == (1, 2)
+    with pytest.raises(ValueError, match=r"shape \[2,2\] does not match .*shape \[1,2\]"):
+        ta.write(1, np.zeros((2, 2), np.float32))
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 5))
+def test_array_carried_through_nested_loops_and_conds(n):
+    def run(n):
+        ta = gc.TensorArray(gc.int32, size=0, dynamic_size=True, element_shape=[])
+
+        def outer(i, k, ta):
+            def inner(j, k, ta):
+                value = gc.cond(j % 2 == 0, lambda: i * 10 + j, lambda: -(i * 10 + j))
+                return j + 1, k + 1, gc.cond(i > 2, lambda: ta.write(k, value * 100),
+                                             lambda: ta.write(k, value))
+            _, k, ta = gc.while_loop(lambda j, k, ta: j < i, inner, [0, k, ta])
+            return i + 1, k, ta
+        _, k, ta = gc.while_loop(lambda i, k, ta: i < n, outer, [0, 0, ta])
+        return ta.stack(), k
+
+    want = [(i * 10 + j) * (1 if j % 2 == 0 else -1) * (100 if i > 2 else 1)
+            for i in range(n) for j in range(i)]
+    for stacked, k in (run(gc.constant(n)), function(run)(gc.constant(n))):
+        np.testing.assert_array_equal(stacked.numpy(), np.array(want, np.int32).reshape(-1))
+        assert int(k) == len(want)
+
+
+def test_cond_branches_writing_different_element_shapes_merge_to_none_dims():
+    @function
+    def f(p):
+        ta = gc.TensorArray(gc.float32, size=1)
+        ta = gc.cond(p, lambda: ta.write(0, [1.0, 2.0]), lambda: ta.write(0, [1.0, 2.0, 3.0]))
+        return ta.read(0)
+
+    assert f.get_concrete_function(gc.constant(True)).outputs[0].shape == (None,)
+    np.testing.assert_array_equal(f(gc.constant(True)).numpy(), [1, 2])
+    np.testing.assert_array_equal(f(gc.constant(False)).numpy(), [1, 2, 3])
