@@ -12,6 +12,9 @@ from ..graph import Graph, Operation, Value, walk
 from ..registry import REGISTRY
 from ..types import TensorType
 
+# Scanning a constant for one repeated value costs a pass over it; huge ones are skipped.
+_MAX_SCANNED_CONSTANT = 1 << 16
+
 # Ops that live in a graph but own no subgraph and are still stateful: a TensorArray's
 # list ops thread a flow value, so merging two of them would alias two lists.
 _LIST_OP_PREFIX = "tensor_list"
@@ -93,7 +96,7 @@ class Rewriter:
             arr = self.constant(op.inputs[0])
             if arr is None:
                 return None
-        if arr.size == 0 or not np.all(arr == arr.flat[0]):
+        if arr.size == 0 or arr.size > _MAX_SCANNED_CONSTANT or not np.all(arr == arr.flat[0]):
             return None
         return arr.flat[0]
 
