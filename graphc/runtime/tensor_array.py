@@ -1,252 +1,16 @@
 """gc.TensorArray: a list of same-shaped tensors written by index, usable inside loops.
 
 Eagerly it holds a `TensorList` of concrete arrays. While tracing it wraps a symbolic
-"flow" tensor of `ListType`, and every method binds a `tensor_list_*` primitive. The
-runtime value of a flow is a `TensorList` (a Python list) written in place: TF flows are
-linear, so an older version of a list is never read after a newer one is made.
+"flow" tensor of `ListType`, and every method binds a `tensor_list_*` primitive
+(graphc/runtime/tensor_list.py); eager calls run the same rules at once.
 """
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import InvalidArgumentError
 from . import context
 from .dispatch import bind, constant, convert_to_tensor
-from .registry import REGISTRY, register, OPAQUE
 from .tensor import Tensor
-from .types import ListType, TensorType
-
-
-class TensorList(list):
-    """Runtime value of a TensorArray: numpy arrays by index, None where not yet written."""
-
-    __slots__ = ("dtype", "element_shape", "dynamic_size")
-
-    def _type(self):
-        return ListType(self.dtype, self.element_shape)
-
-
-def _dims(shape):
-    if shape is None:
-        return "<unknown>"
-    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
-
-
-# -- static rules (shared by eager calls and tracing) ---------------------------------------
-
-def _check_list(op, t):
-    if t.kind != "list":
-        raise TypeError(f"{op}: expects a TensorArray, got {t}")
-
-
-def _check_index(op, t, what="index", rank=0):
-    if t.kind != "tensor" or not t.dtype.is_integer or len(t.shape) != rank:
-        want = "a scalar" if rank == 0 else "a 1-D"
-        raise TypeError(f"{op}: {what} must be {want} int32 tensor, got {t}")
-
-
-def _check_value(op, lst, v):
-    if v.kind != "tensor":
-        raise TypeError(f"{op}: value must be a tensor, got {v}")
-    if v.dtype is not lst.dtype:
-        raise TypeError(f"{op}: the TensorArray holds {lst.dtype.name} but the value is {v}; "
-                        f"use gc.cast(value, gc.{lst.dtype.name})")
-
-
-def _merge_shapes(op, known, new):
-    """The element shape after adding an element of shape `new` (None dims: unknown)."""
-    if known is None:
-        return tuple(new)
-    if len(known) != len(new) or any(a is not None and b is not None and a != b
-                                     for a, b in zip(known, new)):
-        raise ValueError(f"{op}: value of shape {_dims(new)} does not match the TensorArray's "
-                         f"element shape {_dims(known)}; every element must have one shape")
-    return tuple(b if a is None else a for a, b in zip(known, new))
-
-
-def _known_element_shape(op, lst):
-    if lst.element_shape is None:
-        raise ValueError(f"{op}: the TensorArray's element shape is not known at this point; "
-                         "pass element_shape=... to gc.TensorArray, or write to it first")
-    return lst.element_shape
-
-
-def _new_infer(types, dtype, element_shape, dynamic_size):
-    _check_index("TensorArray", types[0], "size")
-    return [ListType(dtype, element_shape)]
-
-
-def _write_infer(types):
-    lst, index, value = types
-    _check_list("TensorArray.write", lst)
-    _check_index("TensorArray.write", index)
-    _check_value("TensorArray.write", lst, value)
-    return [ListType(lst.dtype, _merge_shapes("TensorArray.write", lst.element_shape,
-                                              value.shape))]
-
-
-def _read_infer(types):
-    lst, index = types
-    _check_list("TensorArray.read", lst)
-    _check_index("TensorArray.read", index)
-    return [TensorType(lst.dtype, _known_element_shape("TensorArray.read", lst))]
-
-
-def _stack_infer(types, element_shape, num_elements):
-    _check_list("TensorArray.stack", types[0])
-    es = _known_element_shape("TensorArray.stack", types[0])
-    return [TensorType(types[0].dtype, (num_elements,) + es)]
-
-
-def _gather_infer(types, element_shape):
-    lst, indices = types
-    _check_list("TensorArray.gather", lst)
-    _check_index("TensorArray.gather", indices, "indices", rank=1)
-    es = _known_element_shape("TensorArray.gather", lst)
-    return [TensorType(lst.dtype, (indices.shape[0],) + es)]
-
-
-def _concat_infer(types, element_shape, num_elements):
-    es = _known_element_shape("TensorArray.concat", types[0])
-    if not es:
-        raise ValueError("TensorArray.concat: elements are scalars; use stack() instead")
-    n = None if num_elements is None or es[0] is None else num_elements * es[0]
-    return [TensorType(types[0].dtype, (n,) + es[1:])]
-
-
-def _size_infer(types):
-    _check_list("TensorArray.size", types[0])
-    return [TensorType(_dt.int32, ())]
-
-
-def _unstack_infer(types):
-    lst, value = types
-    _check_list("TensorArray.unstack", lst)
-    _check_value("TensorArray.unstack", lst, value)
-    if not value.shape:
-        raise ValueError(f"TensorArray.unstack: value must have rank >= 1, got {value}")
-    return [ListType(lst.dtype, _merge_shapes("TensorArray.unstack", lst.element_shape,
-                                              value.shape[1:]))]
-
-
-# -- runtime rules (numpy interpreter and eager mode) ---------------------------------------
-
-def _new_impl(size, *, dtype, element_shape, dynamic_size):
-    n = int(size)
-    if n < 0:
-        raise InvalidArgumentError(f"TensorArray: size must be >= 0, got {n}")
-    lst = TensorList([None] * n)
-    lst.dtype, lst.element_shape, lst.dynamic_size = dtype, element_shape, dynamic_size
-    return lst
-
-
-def _check_runtime_shape(op, lst, shape):
-    es = lst.element_shape
-    if es is not None and (len(es) != len(shape) or any(
-            a is not None and a != b for a, b in zip(es, shape))):
-        raise InvalidArgumentError(
-            f"{op}: value of shape {_dims(shape)} does not match the TensorArray's element "
-            f"shape {_dims(es)}; every element must have one shape")
-    lst.element_shape = tuple(shape)
-
-
-def _in_range(op, lst, i):
-    i = int(i)
-    if not 0 <= i < len(lst):
-        raise InvalidArgumentError(f"{op}: index {i} is out of range for a TensorArray of "
-                                   f"size {len(lst)}")
-    return i
-
-
-def _written(op, lst, i):
-    i = _in_range(op, lst, i)
-    if lst[i] is None:
-        raise InvalidArgumentError(f"{op}: element {i} of the TensorArray (size {len(lst)}) "
-                                   "has not been written yet")
-    return lst[i]
-
-
-def _write_impl(lst, index, value):
-    i = int(index)
-    if i >= len(lst) and lst.dynamic_size:
-        lst.extend([None] * (i + 1 - len(lst)))
-    if not 0 <= i < len(lst):
-        fix = "" if i < 0 else "; create it with dynamic_size=True to let it grow"
-        raise InvalidArgumentError(f"TensorArray.write: index {i} is out of range for a "
-                                   f"TensorArray of size {len(lst)}{fix}")
-    _check_runtime_shape("TensorArray.write", lst, np.shape(value))
-    lst[i] = value
-    return lst
-
-
-def _read_impl(lst, index):
-    return _written("TensorArray.read", lst, index)
-
-
-def _empty(op, lst, element_shape, drop_first):
-    es = lst.element_shape if lst.element_shape is not None else element_shape
-    if es is None or None in es:
-        raise InvalidArgumentError(f"{op}: the TensorArray is empty and its element shape "
-                                   f"{_dims(es)} is not fully known, so the result shape is "
-                                   "unknown; pass element_shape=... to gc.TensorArray")
-    return np.zeros((0,) + tuple(es[1:] if drop_first else es), dtype=lst.dtype.np)
-
-
-def _stack_impl(lst, *, element_shape, num_elements):
-    if not lst:
-        return _empty("TensorArray.stack", lst, element_shape, False)
-    return np.stack([_written("TensorArray.stack", lst, i) for i in range(len(lst))])
-
-
-def _gather_impl(lst, indices, *, element_shape):
-    if len(indices) == 0:
-        return _empty("TensorArray.gather", lst, element_shape, False)
-    return np.stack([_written("TensorArray.gather", lst, i) for i in indices])
-
-
-def _concat_impl(lst, *, element_shape, num_elements):
-    if not lst:
-        return _empty("TensorArray.concat", lst, element_shape, True)
-    return np.concatenate([_written("TensorArray.concat", lst, i) for i in range(len(lst))])
-
-
-def _size_impl(lst):
-    return np.array(len(lst), dtype=np.int32)
-
-
-def _unstack_impl(lst, value):
-    n = np.shape(value)[0]
-    if n > len(lst) and not lst.dynamic_size:
-        raise InvalidArgumentError(f"TensorArray.unstack: cannot unstack {n} elements into a "
-                                   f"TensorArray of size {len(lst)}; create it with "
-                                   "dynamic_size=True or a larger size")
-    _check_runtime_shape("TensorArray.unstack", lst, np.shape(value)[1:])
-    lst[:] = list(value)
-    return lst
-
-
-for _name, _infer, _impl in [
-        ("tensor_list_new", _new_infer, _new_impl),
-        ("tensor_list_write", _write_infer, _write_impl),
-        ("tensor_list_read", _read_infer, _read_impl),
-        ("tensor_list_stack", _stack_infer, _stack_impl),
-        ("tensor_list_gather", _gather_infer, _gather_impl),
-        ("tensor_list_concat", _concat_infer, _concat_impl),
-        ("tensor_list_size", _size_infer, _size_impl),
-        ("tensor_list_unstack", _unstack_infer, _unstack_impl)]:
-    # effectful: lists are written in place, so passes must keep these ops and their order
-    register(_name, _infer, _impl, kind=OPAQUE, effectful=True)
-
-
-def _apply_eager(type_, *inputs, **attrs):
-    """Same rules as a traced op, run at once on a TensorList and concrete tensors."""
-    opdef = REGISTRY[type_]
-    types = [x._type() if isinstance(x, TensorList) else x.type for x in inputs]
-    out_type = opdef.infer(types, **attrs)[0]
-    result = opdef.numpy(*[x if isinstance(x, TensorList) else x._np for x in inputs], **attrs)
-    if isinstance(out_type, ListType):
-        return result
-    return Tensor._concrete(np.asarray(result, dtype=out_type.dtype.np))
-
+from .tensor_list import TensorList, apply_eager, dims_text
 
 # -- the public class --------------------------------------------------------------------
 
@@ -309,7 +73,7 @@ class TensorArray:
             if not all(isinstance(x, TensorList) or not x.is_symbolic for x in inputs):
                 raise ValueError("a TensorArray made while tracing was used outside the "
                                  "function that traced it; return its stack() instead")
-            return _apply_eager(type_, *inputs, **attrs)
+            return apply_eager(type_, *inputs, **attrs)
         if any(isinstance(x, TensorList) for x in inputs):
             raise ValueError("a TensorArray created eagerly cannot be used inside a compiled "
                              "function; create it inside the function")
@@ -411,6 +175,6 @@ class TensorArray:
     def __repr__(self):
         if self._is_eager():
             return (f"<gc.TensorArray dtype={self._dtype.name} size={len(self._flow)} "
-                    f"element_shape={_dims(self.element_shape)}>")
+                    f"element_shape={dims_text(self.element_shape)}>")
         return (f"<gc.TensorArray '{self._flow.name}' dtype={self._dtype.name} "
-                f"element_shape={_dims(self.element_shape)} (symbolic)>")
+                f"element_shape={dims_text(self.element_shape)} (symbolic)>")

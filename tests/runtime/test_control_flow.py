@@ -246,8 +246,9 @@ def test_loop_var_changing_dtype_or_shape_is_named(eager):
 
     with pytest.raises(ValueError, match=r"loop variable 'loop_vars\[1\]' enters the loop as "
                                          r"int32\[\] but the body makes it float32\[\].*cast"):
-        run(lambda n: gc.while_loop(lambda i, s: i < n, lambda i, s: (i + 1, gc.cast(s, gc.float32)),
-                                    [0, 0]))(gc.constant(3))
+        run(lambda n: gc.while_loop(lambda i, s: i < n,
+                                    lambda i, s: (i + 1, gc.cast(s, gc.float32)), [0, 0]))(
+            gc.constant(3))
     with pytest.raises(ValueError, match=r"'acc' has shape \[1\] on entry but \[2\] after.*"
                                          r"shape_invariants with None .*\[None\]"):
         run(lambda x: gc.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, gc.concat([v, v], 0)),
