@@ -6,7 +6,7 @@ from . import dtypes as _dt
 from .runtime.dispatch import convert_to_tensor
 from .runtime.ops import elementwise as _ew
 from .runtime.ops._rules import FLOAT, INTEGER, check_kind
-from .runtime.ops.reduce import PUBLIC as _R
+from .runtime.ops.reduce import PUBLIC as _R, normalize_axis
 from .runtime.ops.indexing import one_hot as _one_hot
 
 _E = _ew.PUBLIC
@@ -33,6 +33,8 @@ def relu6(features, name=None):
 def leaky_relu(features, alpha=0.2, name=None):
     """features where positive, alpha * features elsewhere."""
     x = convert_to_tensor(features)
+    if x.dtype.is_integer:   # as TF: integer features are computed in float32
+        x = _ew.cast(x, _dt.float32)
     return _E["where"](_E["greater"](x, 0), x, _E["multiply"](x, alpha))
 
 
@@ -69,6 +71,7 @@ def softplus(features, name=None):
 def softmax(logits, axis=-1, name=None):
     """exp(logits) normalized along `axis`, shifted by the max so it never overflows."""
     x = _float("softmax", logits)
+    axis = normalize_axis("softmax", axis, x.ndim)
     e = _E["exp"](_E["subtract"](x, _R["reduce_max"](x, axis, keepdims=True)))
     return _E["divide"](e, _R["reduce_sum"](e, axis, keepdims=True))
 
@@ -76,6 +79,7 @@ def softmax(logits, axis=-1, name=None):
 def log_softmax(logits, axis=-1, name=None):
     """logits - logsumexp(logits) along `axis`, computed stably."""
     x = _float("log_softmax", logits)
+    axis = normalize_axis("log_softmax", axis, x.ndim)
     shifted = _E["subtract"](x, _R["reduce_max"](x, axis, keepdims=True))
     lse = _E["log"](_R["reduce_sum"](_E["exp"](shifted), axis, keepdims=True))
     return _E["subtract"](shifted, lse)
@@ -112,6 +116,7 @@ def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=No
     if y.dtype is not x.dtype:
         raise TypeError(f"{op}: labels have dtype {y.dtype.name} but logits {x.dtype.name}; "
                         f"use gc.cast(labels, gc.{x.dtype.name})")
+    axis = normalize_axis(op, axis, x.ndim)
     if y.ndim != x.ndim or any(a is not None and b is not None and a != b
                                for a, b in zip(y.shape, x.shape)):
         raise ValueError(f"{op}: labels of shape {_dims(y.shape)} and logits of shape "

@@ -45,6 +45,10 @@ def test_float32_stays_float32(name):
     check(lambda t: getattr(gc.nn, name)(t), want, x, rtol=2e-6, atol=1e-6)
 
 
+def test_leaky_relu_computes_integer_features_in_float32_like_tf():
+    check(gc.nn.leaky_relu, np.array([-1.0, 3.0], np.float32), np.array([-5, 3], np.int32))
+
+
 def test_relu_on_ints_keeps_int_dtype():
     x = np.array([-3, 0, 4, 9], np.int32)
     check(gc.nn.relu, np.array([0, 0, 4, 9], np.int32), x)
@@ -118,7 +122,10 @@ L = np.zeros((2, 3), np.float32)
 @pytest.mark.parametrize("fn,exc,words", [
     (lambda x: gc.nn.softmax(gc.cast(x, gc.int32)), TypeError, ["softmax", "int32"]),
     (lambda x: gc.nn.gelu(gc.cast(x, gc.int32)), TypeError, ["gelu", "int32"]),
-    (lambda x: gc.nn.softmax(x, axis=2), ValueError, ["reduce_max", "axis 2"]),
+    (lambda x: gc.nn.softmax(x, axis=2), ValueError, ["softmax", "axis 2", "rank 2"]),
+    (lambda x: gc.nn.log_softmax(x, axis=-3), ValueError, ["log_softmax", "axis -3"]),
+    (lambda x: gc.nn.softmax_cross_entropy_with_logits(labels=x, logits=x, axis=5), ValueError,
+     ["softmax_cross_entropy_with_logits", "axis 5"]),
     (lambda x: gc.nn.relu(x > 0), TypeError, ["maximum", "bool"]),
     (lambda x: gc.nn.sparse_softmax_cross_entropy_with_logits(labels=gc.zeros([3], gc.int32),
                                                               logits=x),
