@@ -4,11 +4,23 @@ Gradient rules (`OpDef.vjp`) are written with public graphc ops, so the same wal
 values eagerly and emits backward nodes into the graph being traced (where the numba backend
 can fuse forward and backward together). Nested tapes see the ops of an inner gradient(),
 which gives higher derivatives for free.
+
+A tape records only the ops bound in the graph it was entered in (None: eager). Ops traced
+into a cond branch or loop body are not recorded one by one: the `cond`/`while` node itself
+is, and its rule (autodiff_control) differentiates the subgraph.
 """
-from . import nest
+from . import context, nest
 from .tensor import Tensor
 
 _tapes = []  # tapes that are recording, innermost last
+
+
+def key(x):
+    """Identity of a value for the tape: a symbolic tensor by its graph Value (many Tensor
+    objects may wrap one Value), anything else (concrete tensor, variable) by itself."""
+    if type(x) is Tensor and x._np is None:
+        return id(x._sym)
+    return id(x)
 
 
 class _Record:
@@ -20,36 +32,45 @@ class _Record:
 
 def record(opdef, inputs, outputs, attrs):
     """Called by bind() for every op while any tape is recording."""
-    if opdef.nondiff or opdef.vjp is None and opdef.type != "read_variable":
+    if opdef.nondiff or opdef.vjp is None:
         return
+    graph = context.current_graph()
     for tape in _tapes:
         if tape._paused:
             continue
         if opdef.type == "read_variable":
             var = inputs[0]
-            if id(var) not in tape._connected and tape._watch_accessed and var.trainable:
+            if tape._watch_accessed and var.trainable:
                 tape._watch_variable(var)
-        if any(id(x) in tape._connected for x in inputs):
+        if tape._graph is not graph:
+            continue
+        if any(key(x) in tape._connected for x in inputs):
             tape._records.append(_Record(opdef, inputs, outputs, attrs))
             for o in outputs:
-                tape._connected.add(id(o))
+                tape._connected.add(key(o))
                 tape._keep.append(o)
 
 
 class GradientTape:
-    """Records operations on watched tensors and trainable variables for `gradient()`."""
+    """Records operations on watched tensors and trainable variables for `gradient()`.
+
+    persistent: allow several gradient() calls (otherwise a second one raises RuntimeError).
+    watch_accessed_variables: watch every trainable gc.Variable read while recording.
+    """
 
     def __init__(self, persistent=False, watch_accessed_variables=True):
         self._persistent = persistent
         self._watch_accessed = watch_accessed_variables
         self._records = []
-        self._connected = set()   # ids of watched tensors/variables and everything derived
+        self._connected = set()   # keys of watched tensors/variables and everything derived
         self._keep = []           # keeps recorded objects alive, so their ids stay unique
         self._watched_variables = []
         self._paused = False
         self._used = False
+        self._graph = None
 
     def __enter__(self):
+        self._graph = context.current_graph()
         _tapes.append(self)
         return self
 
@@ -63,7 +84,7 @@ class GradientTape:
                 self._watch_variable(t)
             elif type(t) is Tensor:
                 if t.dtype.is_floating:
-                    self._connected.add(id(t))
+                    self._connected.add(key(t))
                     self._keep.append(t)
             else:
                 raise TypeError(f"GradientTape.watch: expected tensors or variables, got {t!r}")
@@ -75,29 +96,43 @@ class GradientTape:
             self._watched_variables.append(var)
 
     def watched_variables(self):
+        """The variables this tape watches (explicitly or because they were read)."""
         return tuple(self._watched_variables)
 
     def stop_recording(self):
+        """Context manager: ops inside are not recorded."""
         return _Paused(self)
 
     def reset(self):
+        """Forget everything recorded so far."""
         self._records.clear()
         self._connected.clear()
         self._keep.clear()
         self._watched_variables.clear()
 
-    def gradient(self, target, sources, output_gradients=None):
-        """d(sum of target) / d(sources), shaped like `sources`; None for unconnected ones."""
+    def gradient(self, target, sources, output_gradients=None,
+                 unconnected_gradients="none"):
+        """d(sum of target) / d(sources), shaped like `sources`; None for unconnected ones
+        (zeros with unconnected_gradients="zero"). `output_gradients` weights each target."""
         if self._used and not self._persistent:
             raise RuntimeError("A non-persistent GradientTape can compute gradient() only once. "
                                "Use gc.GradientTape(persistent=True) to call it several times.")
+        if unconnected_gradients not in ("none", "zero"):
+            raise ValueError(f"GradientTape.gradient: unconnected_gradients must be 'none' or "
+                             f"'zero', got {unconnected_gradients!r}")
         self._used = True
         targets = nest.flatten(target)
         ogs = nest.flatten(output_gradients) if output_gradients is not None else \
             [None] * len(targets)
+        if len(ogs) != len(targets):
+            raise ValueError(f"GradientTape.gradient: {len(ogs)} output_gradients for "
+                             f"{len(targets)} targets; give one per target")
+        flat_sources = nest.flatten(sources)
+        for s in flat_sources:
+            _check_source(s)
         with _Paused(self):
-            grads = _backward(self._records, targets, ogs)
-        flat = [_result(grads, s) for s in nest.flatten(sources)]
+            grads = backward(self._records, targets, ogs)
+            flat = [_result(grads, s, unconnected_gradients) for s in flat_sources]
         return nest.pack_as(sources, flat) if nest.is_nest(sources) else flat[0]
 
 
@@ -118,34 +153,68 @@ def _ops():
     return OPS
 
 
-def _backward(records, targets, ogs):
+def backward(records, targets, ogs):
+    """Run the rules of `records` in reverse from `targets` (seeded with `ogs`, None meaning
+    ones). Returns {key: gradient}."""
+    from .dispatch import convert_to_tensor
     ops = _ops()
     grads = {}
     for t, g in zip(targets, ogs):
-        t = ops["convert_to_tensor"](t) if type(t) is not Tensor else t
-        _accumulate(grads, t, ops["ones_like"](t) if g is None else ops["convert_to_tensor"](g))
+        t = convert_to_tensor(t) if type(t) is not Tensor else t
+        if g is None:
+            g = ops["ones_like"](t)
+        elif not hasattr(g, "_list_grad"):
+            g = convert_to_tensor(g, t.dtype)
+        accumulate(grads, t, g)
     for rec in reversed(records):
-        gouts = [grads.get(id(o)) for o in rec.outputs]
+        gouts = [grads.get(key(o)) for o in rec.outputs]
         if all(g is None for g in gouts):
             continue
-        gouts = [ops["zeros_like"](o) if g is None else g for g, o in zip(gouts, rec.outputs)]
+        gouts = [zeros_for(o) if g is None else g for g, o in zip(gouts, rec.outputs)]
         gins = rec.opdef.vjp(gouts, rec.outputs, rec.inputs, **rec.attrs)
         for x, g in zip(rec.inputs, gins):
-            if g is not None and x.dtype.is_floating:
-                _accumulate(grads, x, g)
+            if g is not None and _differentiable(x):
+                accumulate(grads, x, g)
     return grads
 
 
-def _accumulate(grads, x, g):
-    prev = grads.get(id(x))
-    grads[id(x)] = g if prev is None else _ops()["add"](prev, g)
+def _differentiable(x):
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and dtype.is_floating
 
 
-def _result(grads, source):
+def zeros_for(x):
+    """A zero gradient for `x` (tensor lists get the list-gradient zero)."""
+    if getattr(x, "type", None) is not None and getattr(x.type, "kind", "tensor") == "list":
+        from .autodiff_control import zero_list_grad
+        return zero_list_grad(x)
+    return _ops()["zeros_like"](x)
+
+
+def accumulate(grads, x, g):
+    """Add gradient `g` to what `x` has collected so far."""
+    k = key(x)
+    prev = grads.get(k)
+    if prev is None:
+        grads[k] = g
+    elif hasattr(prev, "_list_grad") or hasattr(g, "_list_grad"):
+        from .autodiff_control import add_list_grads
+        grads[k] = add_list_grads(prev, g)
+    else:
+        grads[k] = _ops()["add"](prev, g)
+
+
+def _check_source(source):
     if type(source) is not Tensor and not hasattr(source, "_resolve_in"):
         raise TypeError(f"GradientTape.gradient: sources must be tensors or variables, "
                         f"got {source!r}")
-    return grads.get(id(source))
+
+
+def _result(grads, source, unconnected):
+    g = grads.get(key(source))
+    if g is None and unconnected == "zero":
+        return _ops()["zeros_like"](source)
+    return g
 
 
 def stop_gradient(x, name=None):
@@ -168,6 +237,5 @@ def unbroadcast(g, shape):
     if axes:
         g = ops["reduce_sum"](g, axis=axes, keepdims=True)
         if lead:
-            g = ops["reshape"](g, [1 if d == 1 else -1 if d is None else d for d in shape]
-                               if None in shape else list(shape))
+            g = ops["squeeze"](g, axis=list(range(lead)))
     return g
