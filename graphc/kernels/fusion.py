@@ -169,6 +169,7 @@ def fuse(graph: Graph):
         return gid
 
     by_id = {}
+    effect_anc = set()
     for op in graph.operations:
         target = None
         if is_fusible_elementwise(op) or is_fusible_reduction(op):
@@ -202,6 +203,11 @@ def fuse(graph: Graph):
         inherited = set()
         for v in op.inputs:
             inherited |= {find(a) for a in anc_of.get(id(v), ())}
+        opdef = REGISTRY.get(op.type)
+        if opdef is not None and (opdef.effectful or opdef.kind == "control"):
+            # effects run in program order: each depends on everything the previous one did
+            inherited |= effect_anc
+            effect_anc = inherited
         if target is not None:
             target.anc |= inherited - {target.id}
             inherited = inherited | {target.id}

@@ -1,0 +1,257 @@
+"""The numba backend: wiring, kernel cache, measured choice, whole-loop compilation, describe."""
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import graphc as gc
+from graphc.errors import InvalidArgumentError
+from graphc.kernels import cache, cpu, groups
+from graphc.runtime.backends import get_backend
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kernel_env(tmp_path_factory):
+    """One kernel cache per test run; kernels forced on for tiny test shapes."""
+    cache_dir = tmp_path_factory.getbasetemp() / "graphc-kernel-cache"
+    cache_dir.mkdir(mode=0o700, exist_ok=True)
+    saved = {k: os.environ.get(k) for k in ("GRAPHC_CACHE_DIR", "GRAPHC_NUMBA_MIN_SIZE",
+                                            "GRAPHC_KERNEL_CHOICE")}
+    os.environ.update(GRAPHC_CACHE_DIR=str(cache_dir), GRAPHC_NUMBA_MIN_SIZE="0",
+                      GRAPHC_KERNEL_CHOICE="kernel")
+    yield cache_dir
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def chain(x, a, b):
+    return gc.tanh(a * x + b) * gc.exp(-x * x) + 0.5 * gc.sin(x)
+
+
+def chain_np(x, a, b):
+    return np.tanh(a * x + b) * np.exp(-x * x) + np.float32(0.5) * np.sin(x)
+
+
+def _plan(f, *args):
+    return f.get_concrete_function(*args).graph._numba_plan
+
+
+def test_numba_backend_is_registered_and_runs_eager_equal_results():
+    assert get_backend("numba").name == "numba"
+    x = np.linspace(-2, 2, 50, dtype=np.float32)
+    a, b = np.float32(1.5), np.float32(0.25)
+    f = gc.function(chain, backend="numba")
+    got = f(x, a, b)
+    eager = chain(gc.constant(x), gc.constant(a), gc.constant(b))
+    assert got.dtype == gc.float32 and got.shape == (50,)
+    np.testing.assert_allclose(got.numpy(), eager.numpy(), rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(got.numpy(), chain_np(x, a, b), rtol=2e-6, atol=1e-7)
+    assert _plan(f, x, a, b).groups[0].used
+
+
+def test_new_batch_size_reuses_the_kernel_without_compiling(monkeypatch):
+    f = gc.function(lambda x: gc.exp(x * 2.0) - x, backend="numba")
+    f(np.ones((3, 4), np.float32))
+    before = dict(cache.STATS)
+    built = []
+    real = groups._Kernel.load
+    monkeypatch.setattr(groups._Kernel, "load", lambda self: (built.append(self), real(self)))
+    y = f(np.ones((9, 4), np.float32))          # a retrace for a new batch size
+    assert f.tracing_count == 2 and not built and cache.STATS == before
+    np.testing.assert_allclose(y.numpy(), np.exp(2.0) - 1, rtol=1e-6)
+
+
+def test_kernel_below_the_size_threshold_is_not_compiled(monkeypatch):
+    monkeypatch.setenv("GRAPHC_NUMBA_MIN_SIZE", "1000")
+    f = gc.function(lambda x: gc.sqrt(x * 3.0) + 1.0, backend="numba")
+    x = np.arange(10, dtype=np.float32)
+    np.testing.assert_allclose(f(x).numpy(), np.sqrt(x * 3) + 1, rtol=1e-6)
+    assert not _plan(f, x).groups[0].used
+    assert "not compiled yet" in cpu.describe(f.get_concrete_function(x).graph)
+
+
+def test_corrupt_module_file_is_rebuilt_and_result_stays_right(kernel_env):
+    fn = lambda x: gc.cos(x * 1.25) * 3.0    # noqa: E731
+    x = np.linspace(0, 1, 16, dtype=np.float32)
+    gc.function(fn, backend="numba")(x)
+    files = sorted((kernel_env / "kernels").glob("k_*.py"), key=os.path.getmtime)
+    target = files[-1]
+    target.write_text("this is not python (\n")
+    for name in os.listdir(kernel_env / "kernels" / "__pycache__"):
+        if name.startswith(target.stem + "."):
+            (kernel_env / "kernels" / "__pycache__" / name).write_bytes(b"garbage")
+    groups._KERNELS.clear()
+    rebuilt = cache.STATS["rebuilt"]
+    got = gc.function(fn, backend="numba")(x)
+    assert cache.STATS["rebuilt"] == rebuilt + 1
+    np.testing.assert_allclose(got.numpy(), np.cos(x * 1.25) * 3, rtol=1e-6)
+    assert target.read_text().startswith("# graphc kernel")
+
+
+def test_corrupt_numba_cache_is_never_a_crash(kernel_env):
+    fn = lambda x: gc.sin(x * 0.75) + x    # noqa: E731
+    x = np.linspace(0, 1, 16, dtype=np.float32)
+    gc.function(fn, backend="numba")(x)
+    pyc = kernel_env / "kernels" / "__pycache__"
+    for name in os.listdir(pyc):
+        (pyc / name).write_bytes(b"\x00not a numba cache")
+    groups._KERNELS.clear()
+    got = gc.function(fn, backend="numba")(x)
+    np.testing.assert_allclose(got.numpy(), np.sin(x * 0.75) + x, rtol=1e-6)
+
+
+def test_cache_dir_writable_by_others_is_not_trusted(tmp_path, monkeypatch):
+    bad = tmp_path / "shared"
+    bad.mkdir()
+    os.chmod(bad, 0o777)
+    monkeypatch.setenv("GRAPHC_CACHE_DIR", str(bad))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        used = cache.cache_dir()
+    assert used != str(bad) and os.path.isdir(used)
+    assert any("writable by others" in str(m.message) and str(bad) in str(m.message)
+               for m in w)
+    assert not (os.stat(used).st_mode & 0o077)
+    monkeypatch.undo()
+    assert cache.cache_dir() == os.environ["GRAPHC_CACHE_DIR"]
+
+
+def test_warm_disk_cache_serves_a_new_process(kernel_env):
+    code = ("import numpy as np, graphc as gc\n"
+            "from graphc.kernels import cache\n"
+            "f = gc.function(lambda x: gc.tanh(x * 0.5) * 2.0, backend='numba')\n"
+            "y = f(np.ones(8, np.float32))\n"
+            "assert abs(float(y.numpy()[0]) - 2 * np.tanh(0.5)) < 1e-6\n"
+            "print(cache.STATS['hits'], cache.STATS['misses'])\n")
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, timeout=300) for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+    hits, misses = map(int, runs[1].stdout.split())
+    assert hits >= 1 and misses == 0
+
+
+def test_measured_choice_is_recorded_persisted_and_described(monkeypatch, kernel_env):
+    monkeypatch.setenv("GRAPHC_KERNEL_CHOICE", "measure")
+    f = gc.function(lambda x: gc.exp(x * 0.5) + gc.log1p(x * x), backend="numba")
+    x = np.linspace(0, 2, 64, dtype=np.float32)
+    np.testing.assert_allclose(f(x).numpy(), np.exp(x * 0.5) + np.log1p(x * x), rtol=1e-6)
+    runner = _plan(f, x).groups[0]
+    ((key, klass), decision), = runner.decisions.items()
+    assert decision["choice"] in ("kernel", "numpy")
+    assert decision["kernel_s"] > 0 and decision["numpy_s"] > 0
+    assert cache.get_choice(key, klass)["choice"] == decision["choice"]
+    text = cpu.describe(f.get_concrete_function(x).graph)
+    assert f"choice for {klass}: {decision['choice']}" in text
+
+
+def test_describe_lists_groups_sources_and_cache():
+    x = np.ones((4, 6), np.float32)
+    f = gc.function(lambda v: gc.nn.softmax(v * 2.0), backend="numba")
+    f(x)
+    text = cpu.describe(f.get_concrete_function(x).graph)
+    assert "group_0" in text and "reduced axes [1]" in text
+    assert "def group_0(" in text and "test_cpu_backend.py" in text
+    assert "kernel cache" in text and "hits" in text
+
+
+def test_debug_level_3_prints_kernel_source(monkeypatch, capsys):
+    monkeypatch.setenv("GRAPHC_DEBUG", "3")
+    groups._KERNELS.clear()
+    gc.function(lambda v: gc.abs(v * 5.0) - v, backend="numba")(np.ones(5, np.float32))
+    err = capsys.readouterr().err
+    assert "// graphc kernel group_0" in err and "abs(" in err and "test_cpu_backend.py:" in err
+
+
+def test_runtime_broadcast_with_unknown_dims_matches_numpy():
+    f = gc.function(lambda a, b: gc.exp(a * b) + b, backend="numba",
+                    input_signature=[gc.TensorSpec([None, None], gc.float32),
+                                     gc.TensorSpec([None, None], gc.float32)])
+    for sa, sb in [((3, 4), (3, 4)), ((3, 4), (1, 4)), ((3, 1), (3, 4)), ((1, 1), (2, 5))]:
+        a = np.random.rand(*sa).astype(np.float32)
+        b = np.random.rand(*sb).astype(np.float32)
+        np.testing.assert_allclose(f(a, b).numpy(), np.exp(a * b) + b, rtol=1e-6)
+
+
+def test_op_error_at_run_time_names_the_op():
+    f = gc.function(lambda a, b: gc.exp(a * 2.0) + b, backend="numba",
+                    input_signature=[gc.TensorSpec([None], gc.float32),
+                                     gc.TensorSpec([None], gc.float32)])
+    with pytest.raises(InvalidArgumentError, match="multiply|add|broadcast"):
+        f(np.ones(3, np.float32), np.ones(4, np.float32))
+
+
+# -- whole-loop compilation -------------------------------------------------------------
+
+def _loop_report(f, *args):
+    return _plan(f, *args).loops
+
+
+def test_scalar_while_loop_compiles_to_one_native_function():
+    @gc.function(backend="numba")
+    def f(n):
+        s = gc.constant(0, gc.int32)
+        i = gc.constant(0, gc.int32)
+        while i < n:
+            s += i * i % 7
+            i += 1
+        return s
+    n = gc.constant(2000, gc.int32)
+    assert int(f(n)) == sum(i * i % 7 for i in range(2000))
+    ((op, runner, reason),) = _loop_report(f, n)
+    assert runner is not None and reason is None and "while True:" in runner.source
+    assert runner.fn is not None and runner.error is None
+
+
+def test_branchy_loop_over_a_tensor_compiles_and_agrees():
+    def body(x):
+        acc = gc.constant(0.0, gc.float32)
+        for i in gc.range(20):
+            if x[i] > 0:
+                acc += x[i] ** 2
+            else:
+                acc -= x[i]
+        return acc
+    x = np.random.default_rng(1).standard_normal(20).astype(np.float32)
+    fast, ref = gc.function(body, backend="numba"), gc.function(body, backend="numpy")
+    np.testing.assert_allclose(float(fast(x)), float(ref(x)), rtol=1e-5)
+    np.testing.assert_allclose(float(fast(x)), np.sum(np.where(x > 0, x * x, -x)), rtol=1e-5)
+    ((op, runner, reason),) = _loop_report(fast, x)
+    assert runner is not None and "if " in runner.source
+
+
+def test_index_out_of_range_in_compiled_loop_raises_the_reference_error():
+    @gc.function(backend="numba")
+    def f(x, n):
+        acc = gc.constant(0.0, gc.float32)
+        for i in gc.range(n):
+            acc += x[i]
+        return acc
+    x = np.ones(4, np.float32)
+    assert float(f(x, gc.constant(4))) == 4.0
+    with pytest.raises((InvalidArgumentError, IndexError), match="index|out of"):
+        f(x, gc.constant(6))
+
+
+def test_loop_with_tensor_state_falls_back_with_reason():
+    @gc.function(backend="numba")
+    def f(v):
+        i = gc.constant(0)
+        while i < 3:
+            v = v * 2.0
+            i += 1
+        return v
+    x = np.ones(4, np.float32)
+    np.testing.assert_allclose(f(x).numpy(), 8 * x)
+    ((op, runner, reason),) = _loop_report(f, x)
+    assert runner is None and "shape [4]" in reason
+    assert "interpreted, because" in cpu.describe(f.get_concrete_function(x).graph)

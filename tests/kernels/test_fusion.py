@@ -1,0 +1,152 @@
+"""Fusion decisions and generated kernel source (no kernel is compiled in this file)."""
+import numpy as np
+import pytest
+
+import graphc as gc
+from graphc.kernels import codegen
+from graphc.kernels.fusion import fuse
+from graphc.runtime.passes import optimize
+
+
+def _graph(fn, *specs):
+    f = gc.function(fn, input_signature=list(specs), backend="numpy")
+    return optimize(f.get_concrete_function().graph)
+
+
+def _groups(graph):
+    return [item for kind, item in fuse(graph) if kind == "group"]
+
+
+def _types(group):
+    return [op.type for op in group.ops]
+
+
+F32 = gc.float32
+
+
+def test_elementwise_chain_is_one_group_reading_inputs_once():
+    g = _graph(lambda x, a, b: gc.tanh(a * x + b) * gc.exp(-x * x) + 0.5 * gc.sin(x),
+               gc.TensorSpec([100], F32), gc.TensorSpec([], F32), gc.TensorSpec([], F32))
+    (grp,) = _groups(g)
+    assert {"tanh", "exp", "sin", "multiply", "add"} <= set(_types(grp))
+    assert [v.name for v in grp.inputs].count("x") == 1
+    assert len(grp.outputs) == 1 and grp.outputs[0] is g.outputs[0]
+
+
+def test_softmax_is_one_group_with_two_reductions_over_last_axis():
+    def softmax(x):
+        e = gc.exp(x - gc.reduce_max(x, axis=-1, keepdims=True))
+        return e / gc.reduce_sum(e, axis=-1, keepdims=True)
+    (grp,) = _groups(_graph(softmax, gc.TensorSpec([8, 16], F32)))
+    assert grp.axes == (1,)
+    assert _types(grp).count("reduce_max") == 1 and _types(grp).count("reduce_sum") == 1
+    assert len(grp.outputs) == 1
+
+
+def test_layernorm_with_gamma_beta_is_one_group():
+    def ln(x, g, b):
+        mean = gc.reduce_mean(x, axis=-1, keepdims=True)
+        xc = x - mean
+        var = gc.reduce_mean(xc * xc, axis=-1, keepdims=True)
+        return xc * gc.rsqrt(var + 1e-5) * g + b
+    groups = _groups(_graph(ln, gc.TensorSpec([8, 16], F32), gc.TensorSpec([16], F32),
+                            gc.TensorSpec([16], F32)))
+    assert len(groups) == 1 and _types(groups[0]).count("reduce_sum") == 2
+
+
+def test_reductions_over_different_axes_go_to_different_groups():
+    g = _graph(lambda x: gc.reduce_sum(x * 2, axis=0, keepdims=True) +
+               gc.reduce_sum(x * 3, axis=1, keepdims=True), gc.TensorSpec([4, 5], F32))
+    groups = _groups(g)
+    assert sorted(grp.axes for grp in groups if grp.axes) == [(0,), (1,)]
+
+
+def test_dropped_axis_reduction_is_not_consumed_inside_its_group():
+    g = _graph(lambda x: gc.reduce_sum(x * 2, axis=1) * 3.0, gc.TensorSpec([4, 4], F32))
+    for grp in _groups(g):
+        internal = {id(v) for op in grp.ops for v in op.outputs}
+        for op in grp.ops:
+            for v in op.inputs:
+                assert id(v) not in internal or len(v.type.shape) == grp.rank
+
+
+def test_path_through_an_unfused_op_prevents_a_cycle():
+    # y feeds matmul (not fusible) and the final add; the add may not join y's group
+    def f(x, w):
+        y = gc.exp(x * 2.0)
+        return y + gc.matmul(y, w)
+    g = _graph(f, gc.TensorSpec([4, 4], F32), gc.TensorSpec([4, 4], F32))
+    plan = fuse(g)
+    seen = set()
+    for kind, item in plan:       # every step's inputs exist before it runs
+        ops = item.ops if kind == "group" else [item]
+        produced = {id(v) for op in ops for v in op.outputs}
+        for op in ops:
+            for v in op.inputs:
+                assert id(v) in seen or id(v) in produced or v in g.all_inputs
+        seen |= produced
+    x, w = np.ones((4, 4), np.float32), np.eye(4, dtype=np.float32)
+    ref = gc.function(f, backend="numpy")(x, w)
+    got = gc.function(f, backend="numba")(x, w)
+    np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=1e-6)
+
+
+def test_effectful_ops_keep_their_order():
+    v = gc.Variable(np.zeros(3, np.float32))
+
+    def f(x):
+        a = x * 2.0
+        v.assign(a)
+        b = v.read_value() + a * a
+        return b
+    x = np.arange(3, dtype=np.float32)
+    got = gc.function(f, backend="numba")(x)
+    np.testing.assert_allclose(got.numpy(), 2 * x + 4 * x * x)
+    np.testing.assert_allclose(v.numpy(), 2 * x)
+
+
+def test_fill_and_non_elementwise_ops_are_not_fused():
+    g = _graph(lambda x: gc.reshape(x * 2.0, [2, 2]) + gc.ones([2, 2]),
+               gc.TensorSpec([4], F32))
+    for grp in _groups(g):
+        assert "reshape" not in _types(grp) and "fill" not in _types(grp)
+
+
+def _spec(group):
+    flags = tuple(tuple(False for _ in v.type.shape) for v in group.inputs)
+    return codegen.KernelSpec(group, flags, group.rank,
+                              [len(v.type.shape) for v in group.inputs], group.axes or ())
+
+
+def test_kernel_source_is_a_readable_loop_nest_naming_user_lines():
+    def softmax(x):
+        e = gc.exp(x - gc.reduce_max(x, axis=-1, keepdims=True))
+        return e / gc.reduce_sum(e, axis=-1, keepdims=True)
+    (grp,) = _groups(_graph(softmax, gc.TensorSpec([8, 16], F32)))
+    src = codegen.generate(_spec(grp), "k")
+    compile(src, "<kernel>", "exec")
+    assert "for i0 in prange(d0):" in src and "for i1 in range(d1):" in src
+    exp_line = next(ln for ln in src.splitlines() if "exp(" in ln)
+    assert "test_fusion.py:" in exp_line and "# exp" in exp_line
+    assert "out0[i0, i1]" in src
+
+
+def test_canonical_text_has_no_concrete_sizes():
+    fn = lambda x: gc.exp(x) * 2.0   # noqa: E731
+    a = _groups(_graph(fn, gc.TensorSpec([3, 7], F32)))[0]
+    b = _groups(_graph(fn, gc.TensorSpec([5, 11], F32)))[0]
+    assert _spec(a).canonical() == _spec(b).canonical()
+    c = _groups(_graph(fn, gc.TensorSpec([5, 11], gc.float64)))[0]
+    assert _spec(c).canonical() != _spec(a).canonical()
+
+
+@pytest.mark.parametrize("dtype", [gc.float32, gc.int32])
+def test_reduction_identities_in_source(dtype):
+    g = _graph(lambda x: [gc.reduce_max(x * x, axis=0), gc.reduce_min(x * x, axis=0)],
+               gc.TensorSpec([4, 3], dtype))
+    (grp,) = _groups(g)
+    src = codegen.generate(_spec(grp), "k")
+    if dtype == gc.float32:
+        assert "-np.inf" in src and "_nan" in src
+    else:
+        assert str(np.iinfo(np.int32).min) in src and "_nan" not in src
