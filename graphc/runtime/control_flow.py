@@ -187,8 +187,9 @@ def cond(pred, true_fn=None, false_fn=None, name=None, *, _names=None):
     for j, i in enumerate(keep):
         a, b = tg.outputs[j].type, fg.outputs[j].type
         if a.dtype is not b.dtype or type(a) is not type(b):
-            raise TypeError(f"cond: '{_name(names, i)}' is {a} in the true branch but {b} in "
-                            f"the false branch{lv.where()}; both branches must give one dtype")
+            raise TypeError(f"cond: '{_name(names, i)}' is {_kind(a)} in the true branch but "
+                            f"{_kind(b)} in the false branch{lv.where()}; both branches must "
+                            "give the same kind of value with one dtype")
         if isinstance(a, TensorType) and len(a.shape) != len(b.shape):
             raise ValueError(f"cond: '{_name(names, i)}' has rank {len(a.shape)} in the true "
                              f"branch but {len(b.shape)} in the false branch{lv.where()}")
@@ -199,6 +200,10 @@ def cond(pred, true_fn=None, false_fn=None, name=None, *, _names=None):
     for j, i in enumerate(keep):
         leaves[i] = _relink(t_leaves[i], outs[j])
     return nest.pack_as(t_res, leaves) if nest.is_nest(t_res) else leaves[0]
+
+
+def _kind(t):
+    return f"a TensorArray ({t})" if isinstance(t, ListType) else str(t)
 
 
 def _relink(original, value):
@@ -239,6 +244,9 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
     if not callable(cond) or not callable(body):
         raise TypeError("while_loop: cond and body must be callables")
     single = not isinstance(loop_vars, (list, tuple))
+    if not single and not nest.flatten(loop_vars):
+        raise ValueError("while_loop: loop_vars is empty; a loop needs at least one loop "
+                         "variable (e.g. a counter) that cond depends on")
     vars_ = [loop_vars] if single else list(loop_vars)
     leaves = nest.flatten(vars_)
     names = lv.leaf_names(_names, vars_, "loop_vars")

@@ -421,3 +421,21 @@ def test_names_may_be_given_per_top_level_var():
         gc.while_loop(lambda a, b: True,
                       lambda a, b: (a, (b[0], gc.cast(b[1], gc.float64))),
                       [gc.constant(1), (gc.constant(1.0), gc.constant(2.0))], _names=["a", "b"])
+
+
+def test_errors_point_at_the_users_line_and_reject_empty_or_mixed_values():
+    with pytest.raises(ValueError, match=r"enters the loop as int32.*\(at .*test_control_flow"
+                                         r"\.py:\d+\)"):
+        function(lambda n: gc.while_loop(lambda i: i < n, lambda i: gc.cast(i, gc.float32),
+                                         [0]))(gc.constant(1))
+    with pytest.raises(ValueError, match="loop_vars is empty"):
+        gc.while_loop(lambda: False, lambda: (), [])
+
+    @function
+    def mixed(p):
+        ta = gc.TensorArray(gc.float32, size=1, element_shape=[])
+        return gc.cond(p, lambda: ta.write(0, 1.0), lambda: gc.constant(1.0))
+
+    with pytest.raises(TypeError, match=r"'output' is a TensorArray \(list<float32\[\]>\) in "
+                                        r"the true branch but float32\[\] in the false"):
+        mixed(gc.constant(True))
