@@ -173,3 +173,56 @@ def test_dump_argument_overrides_the_environment(monkeypatch):
     monkeypatch.setattr("sys.stderr", buf)
     optimize(_small_graph(), dump="dce")
     assert buf.getvalue().count("// graphc") == 1 and "after pass dce" in buf.getvalue()
+
+
+_OPS = {"add": 2, "subtract": 2, "multiply": 2, "divide": 2, "maximum": 2, "negative": 1,
+        "exp": 1, "square": 1}
+_SHAPES = [(2, 3), (3,), (), (1, 3)]
+
+
+@st.composite
+def random_programs(draw):
+    """A straight-line program over x: float32[1,3] mixing ops, identity constants (0, -0,
+    1) broadcast to several shapes, duplicates and dead values."""
+    steps = []
+    for _ in range(draw(st.integers(1, 10))):
+        op = draw(st.sampled_from(sorted(_OPS)))
+        args = []
+        for _ in range(_OPS[op]):
+            if draw(st.booleans()):
+                args.append(("value", draw(st.integers(0, 10))))
+            else:
+                args.append(("const", draw(st.sampled_from([0.0, -0.0, 1.0, 2.0])),
+                             draw(st.sampled_from(_SHAPES))))
+        steps.append((op, args))
+    outputs = draw(st.lists(st.integers(0, 10), min_size=1, max_size=2))
+    return steps, outputs
+
+
+def _build(program):
+    steps, outputs = program
+
+    def f(x):
+        values = [x]
+        for op, args in steps:
+            operands = [values[a[1] % len(values)] if a[0] == "value"
+                        else gc.fill(list(a[2]), gc.constant(a[1])) for a in args]
+            values.append(getattr(gc, op)(*operands))
+        return [values[i % len(values)] for i in outputs]
+    return gc.function(f).get_concrete_function(gc.TensorSpec([1, 3], F32)).graph
+
+
+@pytest.mark.parametrize("passes", [["optimize"]] + [[name] for name in PASS_NAMES])
+@settings(max_examples=40, deadline=None)
+@given(program=random_programs(),
+       x=hnp.arrays(np.float32, (1, 3), elements=st.floats(-3, 3, width=32)))
+def test_random_programs_keep_their_results_and_types(passes, program, x):
+    g = _build(program)
+    runs = dict(PIPELINE, optimize=lambda graph: optimize(graph, dump=""))
+    opt = runs[passes[0]](g)
+    verify(opt)
+    assert [v.type for v in opt.outputs] == [v.type for v in g.outputs]
+    with np.errstate(all="ignore"):
+        for a, b in zip(run_graph(g, [x]), run_graph(opt, [x])):
+            assert a.dtype == b.dtype and a.shape == b.shape
+            np.testing.assert_array_equal(a, b)
