@@ -18,6 +18,7 @@ globals().update(_ops.PUBLIC)
 from . import nn  # noqa: E402  (gc.nn builds on the ops above)
 from . import autograph  # noqa: E402,F401  (gc.autograph: to_code, to_graph, do_not_convert)
 from .runtime import autodiff_control as _autodiff_control  # noqa: E402,F401  (gradient rules)
+from . import optimizers  # noqa: E402  (gc.optimizers.SGD, Adam)
 print = _ops.PUBLIC["print"]  # noqa: A001  (gc.print is the graph print)
 
 __version__ = "0.1.0"

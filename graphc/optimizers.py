@@ -1,0 +1,168 @@
+"""gc.optimizers: SGD (with momentum) and Adam, with Keras' update formulas.
+
+Slot variables (momentum, Adam's moments) are created the first time a variable is updated,
+which may happen inside a compiled train step: gc.function then traces once more, and the
+`if slot is None` guard keeps the second trace from creating them again (the create-once
+rule). Every update is a variable assignment, so it runs inside compiled train steps.
+"""
+import numpy as np
+
+from .runtime.dispatch import convert_to_tensor
+from .runtime.tensor import OPS, Tensor
+from .runtime.variables import Variable
+
+__all__ = ["Optimizer", "SGD", "Adam"]
+
+
+class Optimizer:
+    """Base class: `apply_gradients(zip(grads, vars))` updates each variable in place."""
+
+    def __init__(self, learning_rate, name):
+        _check_hyper(name, "learning_rate", learning_rate)
+        self.name = name
+        self._learning_rate = learning_rate
+        self._slots = {}          # variable -> {slot name: Variable}
+        self._iterations = None
+
+    @property
+    def iterations(self):
+        """Number of apply_gradients() calls so far (an int64 variable, updated in graphs)."""
+        if self._iterations is None:
+            self._iterations = Variable(np.int64(0), trainable=False,
+                                        name=f"{self.name}/iterations")
+        return self._iterations
+
+    @property
+    def learning_rate(self):
+        return self._learning_rate
+
+    @learning_rate.setter
+    def learning_rate(self, value):
+        _check_hyper(self.name, "learning_rate", value)
+        self._learning_rate = value
+
+    def get_slot(self, var, slot_name):
+        """The slot variable `slot_name` ("momentum", "m", "v") kept for `var`."""
+        try:
+            return self._slots[var][slot_name]
+        except KeyError:
+            raise KeyError(f"{self.name}: no slot {slot_name!r} for variable {var.name!r} "
+                           "(slots are created by the first apply_gradients)") from None
+
+    def variables(self):
+        """The optimizer's own state: the iteration counter and every slot variable."""
+        out = [self.iterations]
+        for slots in self._slots.values():
+            out.extend(slots.values())
+        return out
+
+    def apply_gradients(self, grads_and_vars, name=None):
+        """Apply one update for each (gradient, variable) pair; pairs whose gradient is None
+        are skipped (as in Keras), but at least one gradient must be given."""
+        pairs = list(grads_and_vars)
+        for g, v in pairs:
+            if not isinstance(v, Variable):
+                raise TypeError(f"{self.name}.apply_gradients: expected (gradient, gc.Variable) "
+                                f"pairs, got a {type(v).__name__} where the variable should be")
+        live = [(g, v) for g, v in pairs if g is not None]
+        if not live:
+            names = ", ".join(v.name for _, v in pairs) or "none given"
+            raise ValueError(f"{self.name}.apply_gradients: no gradients provided for any "
+                             f"variable ({names}). Check that the loss depends on them and "
+                             "that they were read inside the GradientTape.")
+        iterations = self.iterations
+        for g, v in live:
+            if not v.dtype.is_floating:
+                raise TypeError(f"{self.name}: variable {v.name!r} has dtype {v.dtype.name}; "
+                                "only float variables can be trained")
+            g = convert_to_tensor(g)
+            if g.dtype is not v.dtype:
+                raise TypeError(f"{self.name}: gradient of dtype {g.dtype.name} for variable "
+                                f"{v.name!r} of dtype {v.dtype.name}")
+            self._ensure_slots(v)
+            self._update(g, v, iterations)
+        iterations.assign_add(np.int64(1))
+        return iterations
+
+    # -- subclasses --------------------------------------------------------------------
+    _slot_names = ()
+
+    def _ensure_slots(self, var):
+        if var in self._slots:
+            return
+        slots = {}
+        for s in self._slot_names:
+            slots[s] = Variable(np.zeros(var.shape, dtype=var.dtype.np), trainable=False,
+                                name=f"{var.name}/{s}")
+        self._slots[var] = slots
+
+    def _hyper(self, value, dtype):
+        """A hyperparameter as a tensor of `dtype` (Python numbers, tensors or variables)."""
+        if callable(value) and not isinstance(value, (Variable, Tensor)):
+            value = value()
+        t = convert_to_tensor(value) if isinstance(value, (Variable, Tensor)) else \
+            convert_to_tensor(value, dtype)
+        return t if t.dtype is dtype else OPS["cast"](t, dtype)
+
+    def _update(self, grad, var, iterations):
+        raise NotImplementedError
+
+
+def _check_hyper(opt, name, value):
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+        raise ValueError(f"{opt}: {name} must be >= 0, got {value}")
+
+
+class SGD(Optimizer):
+    """Gradient descent with optional momentum (Keras formula):
+    `v = momentum * v - learning_rate * g; w += v` (`w -= learning_rate * g` without momentum).
+    """
+
+    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name="SGD"):
+        super().__init__(learning_rate, name)
+        if not isinstance(momentum, (int, float)) or not 0 <= momentum <= 1:
+            raise ValueError(f"SGD: momentum must be a number in [0, 1], got {momentum!r}")
+        self.momentum = float(momentum)
+        self.nesterov = bool(nesterov)
+        self._slot_names = ("momentum",) if self.momentum else ()
+
+    def _update(self, g, var, iterations):
+        lr = self._hyper(self._learning_rate, var.dtype)
+        if not self.momentum:
+            var.assign_sub(lr * g)
+            return
+        v = self._slots[var]["momentum"]
+        new_v = self.momentum * v - lr * g
+        v.assign(new_v)
+        var.assign_add(self.momentum * new_v - lr * g if self.nesterov else new_v)
+
+
+class Adam(Optimizer):
+    """Adam (Keras formula): with t the 1-based step,
+    `m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+    w -= lr sqrt(1-b2^t) / (1-b1^t) * m / (sqrt(v) + epsilon)`."""
+
+    _slot_names = ("m", "v")
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
+                 name="Adam"):
+        super().__init__(learning_rate, name)
+        for hname, value in (("beta_1", beta_1), ("beta_2", beta_2)):
+            if not isinstance(value, (int, float)) or not 0 <= value < 1:
+                raise ValueError(f"Adam: {hname} must be a number in [0, 1), got {value!r}")
+        _check_hyper(name, "epsilon", epsilon)
+        self.beta_1, self.beta_2, self.epsilon = float(beta_1), float(beta_2), float(epsilon)
+
+    def _update(self, g, var, iterations):
+        dtype = var.dtype
+        lr = self._hyper(self._learning_rate, dtype)
+        step = OPS["cast"](iterations + np.int64(1), dtype)
+        b1, b2 = convert_to_tensor(self.beta_1, dtype), convert_to_tensor(self.beta_2, dtype)
+        alpha = lr * OPS["sqrt"](1.0 - b2 ** step) / (1.0 - b1 ** step)
+        m, v = self._slots[var]["m"], self._slots[var]["v"]
+        new_m = m + (g - m) * (1.0 - self.beta_1)
+        new_v = v + (g * g - v) * (1.0 - self.beta_2)
+        m.assign(new_m)
+        v.assign(new_v)
+        var.assign_sub(alpha * new_m / (OPS["sqrt"](new_v) + self.epsilon))
+
