@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import graphc as gc
+from graphc.runtime import nest
 from graphc.runtime.graph import walk
 
 function = functools.partial(gc.function, autograph=False)
@@ -439,3 +440,29 @@ def test_errors_point_at_the_users_line_and_reject_empty_or_mixed_values():
     with pytest.raises(TypeError, match=r"'output' is a TensorArray \(list<float32\[\]>\) in "
                                         r"the true branch but float32\[\] in the false"):
         mixed(gc.constant(True))
+
+
+def test_numba_backend_agrees_with_the_interpreter():
+    pytest.importorskip("graphc.kernels.cpu")   # registers the "numba" backend
+
+    def ta_loop(x, n):
+        ta = gc.TensorArray(gc.float32, size=0, dynamic_size=True, element_shape=[2])
+
+        def body(i, acc, ta):
+            acc = acc * 0.5 + x
+            return i + 1, acc, ta.write(i, acc)
+        return gc.while_loop(lambda i, acc, ta: i < n, body, [0, gc.zeros([2]), ta],
+                             maximum_iterations=3)[2].stack()
+
+    def nested(x, n):
+        return gc.while_loop(lambda i, t: i < n, lambda i, t: (i + 1, gc.while_loop(
+            lambda j, u: j < i, lambda j, u: (j + 1, u + x * gc.cast(j, gc.float32)),
+            [0, t])[1]), [0, x * 0.0])[1]
+
+    for fn, args in ((_collatz, (gc.constant(27),)),
+                     (ta_loop, (gc.constant([1.0, 2.0]), gc.constant(5))),
+                     (nested, (gc.constant(1.5), gc.constant(4)))):
+        want = gc.function(fn, backend="numpy", autograph=False)(*args)
+        got = gc.function(fn, backend="numba", autograph=False)(*args)
+        for w, g in zip(nest.flatten(want), nest.flatten(got)):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
