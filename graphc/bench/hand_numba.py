@@ -1,0 +1,136 @@
+"""The workloads written by hand as numba kernels: what an expert would write without graphc.
+
+Each `KERNELS[name](case)` returns a zero-argument callable producing the list of the
+workload's outputs (for the MLP step: the loss, then the parameters it updated in place).
+Kernels keep float32 arithmetic where graphc does, so results agree within rounding; they
+are cached on disk by numba, so only the first run pays their compile time.
+"""
+import math
+
+import numba
+import numpy as np
+
+from .workloads import MLP_LEARNING_RATE
+
+_F = np.float32
+
+
+@numba.njit(cache=True)
+def _elementwise(x):
+    out = np.empty_like(x)
+    for i in range(x.size):
+        v = x[i]
+        y = v * _F(1.5) + _F(0.5)
+        y = y * y - v
+        y = max(y, _F(0.0)) + abs(v) * _F(0.25)
+        out[i] = y / (_F(1.0) + y * y)
+    return out
+
+
+@numba.njit(cache=True)
+def _softmax(x):
+    out = np.empty_like(x)
+    for r in range(x.shape[0]):
+        m = x[r, 0]
+        for c in range(1, x.shape[1]):
+            m = max(m, x[r, c])
+        total = _F(0.0)
+        for c in range(x.shape[1]):
+            e = math.exp(x[r, c] - m)
+            out[r, c] = e
+            total += e
+        inv = _F(1.0) / total
+        for c in range(x.shape[1]):
+            out[r, c] *= inv
+    return out
+
+
+@numba.njit(cache=True)
+def _layernorm(x, gamma, beta):
+    out = np.empty_like(x)
+    cols = x.shape[1]
+    for r in range(x.shape[0]):
+        total = _F(0.0)
+        for c in range(cols):
+            total += x[r, c]
+        mean = total / _F(cols)
+        sq = _F(0.0)
+        for c in range(cols):
+            d = x[r, c] - mean
+            sq += d * d
+        scale = _F(1.0) / math.sqrt(sq / _F(cols) + _F(1e-5))
+        for c in range(cols):
+            out[r, c] = (x[r, c] - mean) * scale * gamma[c] + beta[c]
+    return out
+
+
+@numba.njit(cache=True)
+def _scalar_loop(n):
+    s = np.int32(0)
+    i = np.int32(0)
+    while i < n:
+        s = np.int32(s + i * i % 7)
+        i = np.int32(i + 1)
+    return s
+
+
+@numba.njit(cache=True)
+def _branchy_loop(x):
+    acc = _F(0.0)
+    for i in range(x.size):
+        v = x[i]
+        if v > 0:
+            acc = _F(acc + v * v)
+        else:
+            acc = _F(acc - v)
+    return acc
+
+
+@numba.njit(cache=True)
+def _mlp_step(x, labels, w1, b1, w2, b2, lr):
+    batch = x.shape[0]
+    h_pre = x @ w1 + b1
+    h = np.maximum(h_pre, _F(0.0))
+    logits = h @ w2 + b2
+    dlogits = np.empty_like(logits)
+    loss = 0.0
+    for r in range(batch):
+        m = logits[r].max()
+        e = np.exp(logits[r] - m)
+        total = e.sum()
+        loss += math.log(total) + m - logits[r, labels[r]]
+        dlogits[r] = e / total / batch
+        dlogits[r, labels[r]] -= _F(1.0) / batch
+    dh = (dlogits @ w2.T) * (h_pre > 0)
+    w2 -= lr * (h.T @ dlogits)
+    b2 -= lr * dlogits.sum(axis=0)
+    w1 -= lr * (x.T @ dh)
+    b1 -= lr * dh.sum(axis=0)
+    return np.float32(loss / batch)
+
+
+@numba.njit(cache=True)
+def _add(x, y):
+    return x + y
+
+
+def _mlp(case):
+    x, labels = case.arrays
+    params = [case.init[k].copy() for k in ("w1", "b1", "w2", "b2")]
+    lr = _F(MLP_LEARNING_RATE)
+    return lambda: [_mlp_step(x, labels, *params, lr)] + params
+
+
+def _unary(kernel):
+    return lambda case: (lambda: [kernel(*case.arrays)])
+
+
+KERNELS = {
+    "elementwise": _unary(_elementwise),
+    "softmax": _unary(_softmax),
+    "layernorm": _unary(_layernorm),
+    "scalar_loop": _unary(_scalar_loop),
+    "branchy_loop": _unary(_branchy_loop),
+    "mlp_train_step": _mlp,
+    "dispatch": _unary(_add),
+}

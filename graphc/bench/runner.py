@@ -1,0 +1,231 @@
+"""Run workloads in every mode, check each against eager, and collect the timings."""
+import sys
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+import graphc as gc
+from ..runtime import nest
+from . import timing
+from .environment import describe_machine
+from .peers import PEERS, PeerUnsupported
+from .workloads import WORKLOADS, loop_form
+
+GRAPHC_BACKENDS = ("numpy", "numba", "cuda")
+
+
+class BenchError(Exception):
+    """A mode failed or disagreed with eager execution: the benchmark stops."""
+
+
+@dataclass
+class ModeResult:
+    mode: str              # "eager", a backend name, or a peer's name
+    kind: str              # "eager", "graphc" or "peer"
+    first_call_s: float
+    median_s: float
+    calls: int
+    repeats: int
+    speedup: float = 1.0   # eager median / this median
+    gbps: float = None     # memory-bound workloads only
+
+
+@dataclass
+class WorkloadResult:
+    name: str
+    summary: str
+    size: str
+    sizes: dict
+    bytes_moved: int = None
+    results: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    skipped: str = None
+
+
+@dataclass
+class BenchReport:
+    machine: dict
+    quick: bool
+    min_time_s: float
+    backends: list
+    triad_gbps: float
+    triad_elements: int
+    loop_form: str
+    peers: dict            # peer name -> None when used, else why not
+    workloads: list
+
+    def to_json(self):
+        """A plain dict (the --json file's content)."""
+        return asdict(self)
+
+
+def backend_status():
+    """{backend: None when usable here, else the reason it is not}."""
+    from ..runtime.backends import get_backend
+    status = {}
+    for name in GRAPHC_BACKENDS:
+        try:
+            get_backend(name)
+            status[name] = None
+        except (ValueError, ImportError) as e:
+            status[name] = str(e)
+    if status["cuda"] is None:
+        status["cuda"] = _gpu_missing()
+    return status
+
+
+def _gpu_missing():
+    try:
+        from numba import cuda
+        return None if cuda.is_available() else "no CUDA GPU found by numba"
+    except Exception as e:  # noqa: BLE001 - a broken CUDA install means: no GPU here
+        return f"numba.cuda unusable: {e}"
+
+
+def run(names, backends, quick=False, min_time=0.5, peers=True, seed=0, out=None):
+    """Run the named workloads in eager mode, on `backends` and the available peers.
+
+    Writes one progress line per workload to `out`; returns a BenchReport. Raises
+    BenchError when a mode fails or disagrees with eager.
+    """
+    out = out or sys.stdout
+    triad_n = WORKLOADS["elementwise"].sizes_for(quick)["n"]
+    out.write(f"measuring numpy triad bandwidth ({triad_n:,} float32) ...")
+    out.flush()
+    triad = timing.numpy_triad_gbps(triad_n, min_time)
+    out.write(f" {triad:.1f} GB/s\n")
+    form, why = loop_form()
+    peer_status = {p.name: (p.unavailable() if peers else "--no-peers") for p in PEERS}
+    peer_list = [p for p in PEERS if peer_status[p.name] is None]
+    results = []
+    for k, name in enumerate(names, 1):
+        workload = WORKLOADS[name]
+        sizes = workload.sizes_for(quick)
+        out.write(f"[{k}/{len(names)}] {name} ({workload.size_text(sizes)}):")
+        out.flush()
+        result = run_workload(workload, sizes, backends, peer_list, min_time, seed, out)
+        if workload.loop_form and form != "autograph":
+            result.notes.append(f"ran the gc.while_loop/gc.cond form of its Python loops "
+                                f"({why})")
+        out.write("\n")
+        results.append(result)
+    loop_text = form if form == "autograph" else f"functional ({why})"
+    return BenchReport(describe_machine(), quick, min_time, ["eager"] + list(backends),
+                       triad, triad_n, loop_text, peer_status, results)
+
+
+def run_workload(workload, sizes, backends, peer_list, min_time, seed=0, out=None):
+    """Time one workload in every mode; returns its WorkloadResult."""
+    out = out or sys.stdout
+    result = WorkloadResult(workload.name, workload.summary, workload.size_text(sizes), sizes)
+    if workload.bytes_moved is not None:
+        result.bytes_moved = workload.bytes_moved(sizes)
+    reason = workload.requires()
+    if reason:
+        result.skipped = reason
+        out.write(f" skipped: {reason}")
+        return result
+    reference, labels = None, None
+    modes = [("eager", "eager", None)] + [(b, "graphc", b) for b in backends]
+    for mode, kind, backend in modes:
+        case = workload.build(sizes, seed)
+        call = _graphc_call(case, backend)
+        try:
+            t = timing.measure(lambda: call(), min_time)
+            got = _observe(t.output, case)
+        except Exception as e:  # noqa: BLE001 - reported with the workload and mode
+            raise BenchError(f"workload {workload.name!r} failed in mode {mode!r}: "
+                             f"{type(e).__name__}: {e}") from e
+        if reference is None:
+            reference = got
+            labels = ["result"] * (len(got) - len(case.init)) + [f"variable {k!r}"
+                                                                  for k in case.init]
+        else:
+            problem = disagreement(workload, reference, labels, got, strict_dtype=True)
+            if problem:
+                raise BenchError(f"workload {workload.name!r}: mode {mode!r} disagrees with "
+                                 f"eager: {problem}. This is a graphc bug; please report it "
+                                 "with this message.")
+        _add_result(result, workload, mode, kind, t, out)
+    for peer in peer_list:
+        _run_peer(result, workload, peer, sizes, seed, (reference, labels), min_time, out)
+    return result
+
+
+def _graphc_call(case, backend):
+    if backend is None:
+        return lambda: case.fn(*case.args)
+    compiled = gc.function(case.fn, backend=backend)
+    return lambda: compiled(*case.args)
+
+
+def _observe(output, case):
+    """The first call's outputs plus the variables it updated, copied as numpy arrays."""
+    leaves = [np.array(np.asarray(x)) for x in nest.flatten(output)]
+    return leaves + [np.array(v.numpy()) for v in case.state]
+
+
+def _run_peer(result, workload, peer, sizes, seed, reference, min_time, out):
+    case = workload.build(sizes, seed)
+    try:
+        call = peer.build(workload.name, case)
+        t = timing.measure(call, min_time)
+        got = [np.array(np.asarray(x)) for x in t.output]
+    except PeerUnsupported:
+        return
+    except Exception as e:  # noqa: BLE001 - an optional peer never stops the run
+        result.notes.append(f"{peer.name} left out: {type(e).__name__}: {e}"[:300])
+        return
+    problem = disagreement(workload, *reference, got, strict_dtype=False)
+    if problem:
+        result.notes.append(f"{peer.name} left out: disagrees with eager graphc: {problem}")
+        return
+    _add_result(result, workload, peer.name, "peer", t, out)
+
+
+def _add_result(result, workload, mode, kind, t, out):
+    r = ModeResult(mode, kind, t.first_s, t.median_s, t.calls, t.repeats)
+    if result.results:
+        r.speedup = result.results[0].median_s / t.median_s
+    if result.bytes_moved is not None:
+        r.gbps = result.bytes_moved / t.median_s / 1e9
+    result.results.append(r)
+    out.write(f" {mode} {format_seconds(t.median_s)};")
+    out.flush()
+
+
+def disagreement(workload, expected, labels, got, strict_dtype):
+    """None when `got` matches `expected` within the workload's tolerance, else what differs."""
+    if len(got) != len(expected):
+        return f"{len(got)} outputs instead of {len(expected)}"
+    for label, e, g in zip(labels, expected, got):
+        if g.shape != e.shape:
+            return f"{label} has shape {g.shape}, eager gives {e.shape}"
+        if strict_dtype and g.dtype != e.dtype:
+            return f"{label} has dtype {g.dtype}, eager gives {e.dtype}"
+        e64, g64 = e.astype(np.float64), g.astype(np.float64)
+        bad = ~np.isclose(g64, e64, rtol=workload.rtol, atol=workload.atol, equal_nan=True)
+        if bad.any():
+            diff = np.where(bad, np.abs(g64 - e64), -1.0)
+            where = np.unravel_index(int(np.argmax(diff)), e.shape) if e.ndim else ()
+            at = f" at index {tuple(int(i) for i in where)}" if e.ndim else ""
+            return (f"{label}{at}: eager {e64[where]!r}, got {g64[where]!r} "
+                    f"({int(bad.sum())} of {e.size} elements beyond rtol={workload.rtol}, "
+                    f"atol={workload.atol})")
+    return None
+
+
+def format_speedup(x):
+    """12,345x / 123x / 12.3x / 1.23x: three significant figures, no fake precision."""
+    if x >= 100:
+        return f"{x:,.0f}x"
+    return f"{x:.1f}x" if x >= 10 else f"{x:.2f}x"
+
+
+def format_seconds(s):
+    """Seconds in the unit that reads best: 12.3 us, 4.56 ms, 1.23 s."""
+    if s < 1e-3:
+        return f"{s * 1e6:.3g} us" if s < 1e-4 else f"{s * 1e6:.0f} us"
+    if s < 1.0:
+        return f"{s * 1e3:.3g} ms" if s < 0.1 else f"{s * 1e3:.0f} ms"
+    return f"{s:.2f} s"
