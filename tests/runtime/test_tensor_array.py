@@ -402,3 +402,17 @@ def test_cond_branches_writing_different_element_shapes_merge_to_none_dims():
     assert f.get_concrete_function(gc.constant(True)).outputs[0].shape == (None,)
     np.testing.assert_array_equal(f(gc.constant(True)).numpy(), [1, 2])
     np.testing.assert_array_equal(f(gc.constant(False)).numpy(), [1, 2, 3])
+
+
+def test_constructor_arguments():
+    with pytest.raises(InvalidArgumentError, match="size must be >= 0, got -1"):
+        gc.TensorArray(gc.float32, size=-1)
+    with pytest.raises(TypeError, match="size must be an integer"):
+        gc.TensorArray(gc.float32, size=1.5)
+    with pytest.raises(TypeError, match="element_shape must be a list of ints"):
+        gc.TensorArray(gc.float32, element_shape=["a"])
+    with pytest.raises(TypeError, match="does not support dtype"):
+        gc.TensorArray("complex64")
+    ta = gc.TensorArray("float64", size=gc.constant(2), element_shape=3)
+    assert ta.dtype is gc.float64 and ta.element_shape == (3,) and not ta.dynamic_size
+    assert repr(ta) == "<gc.TensorArray dtype=float64 size=2 element_shape=[3]>"
