@@ -310,8 +310,8 @@ def test_dce_inside_while_body():
 
 def test_algebraic_golden_identities():
     def f(x, y, m):
-        a = x * 1.0 + 0.0            # x*1, x+0
-        b = 1.0 * (0.0 + a) - 0.0    # 1*x, 0+x, x-0
+        a = x * 1.0 + -0.0           # x*1, x+0
+        b = 1.0 * (-0.0 + a) - 0.0   # 1*x, 0+x, x-0
         c = -(-(b / 1.0))            # x/1, double negation
         d = gc.cast(c, F32) * gc.ones([3])
         t = gc.transpose(gc.transpose(m))
@@ -321,8 +321,8 @@ def test_algebraic_golden_identities():
     assert str(out) == """\
 graph f(%x: float32[3], %y: float32[3], %m: float32[2,3]) {
   %constant_0: float32[] = constant() {value=1.}
-  %constant_1: float32[] = constant() {value=0.}
-  %constant_2: float32[] = constant() {value=0.}
+  %constant_1: float32[] = constant() {value=-0.}
+  %constant_2: float32[] = constant() {value=-0.}
   %constant_3: float32[] = constant() {value=1.}
   %constant_4: float32[] = constant() {value=0.}
   %constant_5: float32[] = constant() {value=1.}
@@ -349,6 +349,18 @@ def test_algebraic_keeps_what_would_change_dtype_or_shape():
     assert str(out) == str(g)
 
 
+def test_signed_zeros_decide_whether_adding_zero_is_an_identity():
+    def f(x, i):
+        return x + 0.0, 0.0 + x, x - (-0.0), x + -0.0, x - 0.0, i + 0, 0 - i, i - 0
+    g = graph_of(f, spec(2), spec(2, dtype=gc.int32))
+    out = apply(algebraic, g)
+    assert [v.name for v in out.outputs] == ["add_0", "add_1", "subtract_0", "x", "x", "i",
+                                             "subtract_2", "i"]
+    x = np.array([-0.0, 0.0], np.float32)
+    same_outputs(g, out, [x, np.array([3, -4], np.int32)])
+    assert np.signbit(run_graph(out, [x, np.zeros(2, np.int32)])[0]).tolist() == [False, False]
+
+
 def test_transpose_pairs_merge_into_one():
     def f(x):
         return gc.transpose(gc.transpose(x, [1, 2, 0]), [1, 0, 2])
@@ -363,7 +375,7 @@ def test_transpose_pairs_merge_into_one():
 @given(floats((2, 3)), floats((3,)))
 def test_algebraic_keeps_results(x, y):
     def f(x, y):
-        a = (x * 1.0 + 0.0) / 1.0 - 0.0
+        a = (x * 1.0 + -0.0) / 1.0 - 0.0
         return -(-a) + gc.transpose(gc.transpose(gc.reshape(y, [1, 3]))) * gc.ones([2, 3])
     g = graph_of(f, spec(2, 3), spec(3))
     out = apply(algebraic, g)

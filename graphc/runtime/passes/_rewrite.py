@@ -96,9 +96,14 @@ class Rewriter:
             arr = self.constant(op.inputs[0])
             if arr is None:
                 return None
-        if arr.size == 0 or arr.size > _MAX_SCANNED_CONSTANT or not np.all(arr == arr.flat[0]):
+        if arr.size == 0 or arr.size > _MAX_SCANNED_CONSTANT:
             return None
-        return arr.flat[0]
+        first = arr.flat[0]
+        if not np.all(arr == first):
+            return None
+        if arr.dtype.kind == "f" and not np.all(np.signbit(arr) == np.signbit(first)):
+            return None                 # 0.0 and -0.0 mixed: not one value
+        return first
 
     def emit(self, op):
         self.ops.append(op)

@@ -4,12 +4,15 @@ x*1, 1*x, x+0, 0+x, x-0, x/1, negative(negative(x)), cast to the same dtype, res
 broadcast_to the same static shape, transpose by the identity permutation, and transpose
 of transpose (removed, or merged into one transpose).
 
-A rewrite applies only where the result's dtype and shape are exactly the operand's: x + 0
-where the 0 broadcasts x to a bigger shape stays, and so does int x / 1 (it gives float64).
-The constants matched are `constant` ops and fills of one constant, so their shapes are
-static. One deliberate looseness, as in XLA and Grappler: x + 0.0 is x even for x = -0.0
-(IEEE gives +0.0); the two compare equal.
+Every rewrite is exact, bit for bit, as the reference interpreter computes:
+- the result's dtype and shape must be the operand's: x + 0 where the 0 broadcasts x to a
+  bigger shape stays, and so does int x / 1 (it gives float64);
+- the constants matched are `constant` ops and fills of one constant (static shapes);
+- for floats, x + 0 is x only when the zero is -0.0, and x - 0 only when it is +0.0:
+  IEEE gives -0.0 + 0.0 = +0.0, which 1/x tells apart from -0.0. (Integers: any zero.)
 """
+import numpy as np
+
 from ..registry import REGISTRY
 from ._rewrite import Rewriter, map_subgraphs
 
@@ -48,11 +51,20 @@ def _multiply(rw, ins, attrs):
 
 def _add(rw, ins, attrs):
     x, y = ins
-    return y if _is(rw, x, 0) else x if _is(rw, y, 0) else None
+    return y if _is_zero(rw, x, -1) else x if _is_zero(rw, y, -1) else None
 
 
 def _subtract(rw, ins, attrs):
-    return ins[0] if _is(rw, ins[1], 0) else None
+    return ins[0] if _is_zero(rw, ins[1], +1) else None
+
+
+def _is_zero(rw, v, float_sign):
+    """v is all zeros; for floats, zeros of the sign that leaves every x (-0.0 included)
+    bit-identical: x + (-0.0) and x - (+0.0). x + 0.0 would turn -0.0 into +0.0."""
+    u = rw.uniform(v)
+    if u is None or u != 0:
+        return False
+    return v.type.dtype.is_integer or bool(np.signbit(u)) == (float_sign < 0)
 
 
 def _divide(rw, ins, attrs):
