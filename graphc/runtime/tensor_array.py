@@ -7,6 +7,7 @@ Eagerly it holds a `TensorList` of concrete arrays. While tracing it wraps a sym
 import numpy as np
 
 from .. import dtypes as _dt
+from ..errors import OperatorNotAllowedInGraphError
 from . import context
 from .dispatch import bind, constant, convert_to_tensor
 from .tensor import Tensor
@@ -171,6 +172,16 @@ class TensorArray:
     def size(self, name=None):
         """The number of elements, as an int32 scalar tensor."""
         return self._apply("tensor_list_size", self._flow)
+
+    def __iter__(self):
+        """Eagerly, the elements in order (so `for x in ta` behaves alike with and without
+        tracing; while tracing AutoGraph turns that loop into a `while` node instead)."""
+        if not self._is_eager():
+            raise OperatorNotAllowedInGraphError(
+                "iterating over a traced TensorArray in Python is not allowed: its size is "
+                "known only when the graph runs. Use `for x in ta` with autograph=True, or "
+                "gc.while_loop with ta.read(i) for i < ta.size()")
+        return (self.read(i) for i in range(len(self._flow)))
 
     def __repr__(self):
         if self._is_eager():

@@ -416,3 +416,15 @@ def test_constructor_arguments():
     ta = gc.TensorArray("float64", size=gc.constant(2), element_shape=3)
     assert ta.dtype is gc.float64 and ta.element_shape == (3,) and not ta.dynamic_size
     assert repr(ta) == "<gc.TensorArray dtype=float64 size=2 element_shape=[3]>"
+
+
+def test_iteration_is_eager_only():
+    ta = gc.TensorArray(gc.int32, size=3).unstack([4, 5, 6])
+    assert [int(x) for x in ta] == [4, 5, 6]
+
+    @function
+    def f():
+        return [x for x in gc.TensorArray(gc.int32, size=1).write(0, 1)]
+
+    with pytest.raises(gc.errors.OperatorNotAllowedInGraphError, match="ta.read"):
+        f()
