@@ -30,6 +30,7 @@ def describe_machine():
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "cores": os.cpu_count(),
+        "load_average": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
         "cpu": _cpu_model(),
         "os": f"{platform.system()} {platform.release()} {platform.machine()}",
         "python": platform.python_version(),

@@ -87,26 +87,64 @@ def _branchy_loop(x):
 
 
 @numba.njit(cache=True)
-def _mlp_step(x, labels, w1, b1, w2, b2, lr):
-    batch = x.shape[0]
-    h_pre = x @ w1 + b1
-    h = np.maximum(h_pre, _F(0.0))
-    logits = h @ w2 + b2
-    dlogits = np.empty_like(logits)
+def _xent_grad(logits, labels, dlogits):
+    """Mean sparse softmax cross-entropy; writes d loss / d logits into `dlogits`."""
+    batch, classes = logits.shape
     loss = 0.0
     for r in range(batch):
-        m = logits[r].max()
-        e = np.exp(logits[r] - m)
-        total = e.sum()
+        m = logits[r, 0]
+        for c in range(1, classes):
+            m = max(m, logits[r, c])
+        total = _F(0.0)
+        for c in range(classes):
+            e = math.exp(logits[r, c] - m)
+            dlogits[r, c] = e
+            total += e
         loss += math.log(total) + m - logits[r, labels[r]]
-        dlogits[r] = e / total / batch
+        scale = _F(1.0) / (total * batch)
+        for c in range(classes):
+            dlogits[r, c] *= scale
         dlogits[r, labels[r]] -= _F(1.0) / batch
-    dh = (dlogits @ w2.T) * (h_pre > 0)
-    w2 -= lr * (h.T @ dlogits)
-    b2 -= lr * dlogits.sum(axis=0)
-    w1 -= lr * (x.T @ dh)
-    b1 -= lr * dh.sum(axis=0)
     return np.float32(loss / batch)
+
+
+@numba.njit(cache=True)
+def _relu_bias(h_pre, bias):
+    """h_pre += bias, then relu, in place."""
+    for r in range(h_pre.shape[0]):
+        for c in range(h_pre.shape[1]):
+            h_pre[r, c] = max(h_pre[r, c] + bias[c], _F(0.0))
+
+
+@numba.njit(cache=True)
+def _sgd_bias(bias, grad_rows, lr, mask):
+    """bias -= lr * column sums of grad_rows (times mask > 0 when given), in place."""
+    for c in range(bias.shape[0]):
+        total = _F(0.0)
+        for r in range(grad_rows.shape[0]):
+            if mask.shape[0] == 0 or mask[r, c] > 0:
+                total += grad_rows[r, c]
+            elif mask.shape[0] != 0:
+                grad_rows[r, c] = _F(0.0)
+        bias[c] -= lr * total
+
+
+def _mlp_step(x, labels, w1, b1, w2, b2, lr):
+    """One SGD step: BLAS matmuls (as a hand-tuner would use) around fused numba loops."""
+    h = x @ w1
+    _relu_bias(h, b1)
+    logits = h @ w2 + b2
+    dlogits = np.empty_like(logits)
+    loss = _xent_grad(logits, labels, dlogits)
+    dh = dlogits @ w2.T
+    _sgd_bias(b2, dlogits, lr, _NO_MASK)
+    w2 -= lr * (h.T @ dlogits)
+    _sgd_bias(b1, dh, lr, h)          # relu'(h_pre) is h > 0; zeroes dh where it is not
+    w1 -= lr * (x.T @ dh)
+    return loss
+
+
+_NO_MASK = np.zeros((0, 0), np.float32)
 
 
 @numba.njit(cache=True)

@@ -16,7 +16,9 @@ def header_lines(report):
     versions = ", ".join(f"{k} {m[k]}" for k in ("python", "graphc", "numpy", "numba",
                                                  "tensorflow", "jax") if m.get(k))
     lines = [f"graphc bench{' --quick' if report.quick else ''}: {m['date']}, "
-             f"{m['cores']} cores ({m['cpu']}), {m['os']}",
+             f"{m['cores']} cores ({m['cpu']}), {m['os']}"
+             + (f", load average {m['load_average']}" if m.get("load_average") is not None
+                else ""),
              f"versions: {versions}",
              f"numpy triad a = b + s*c on {report.triad_elements:,} float32: "
              f"{report.triad_gbps:.1f} GB/s"]

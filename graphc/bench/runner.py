@@ -9,7 +9,7 @@ from ..runtime import nest
 from . import timing
 from .environment import describe_machine
 from .peers import PEERS, PeerUnsupported
-from .workloads import WORKLOADS, loop_form
+from .workloads import WORKLOADS
 
 GRAPHC_BACKENDS = ("numpy", "numba", "cuda")
 
@@ -50,7 +50,6 @@ class BenchReport:
     backends: list
     triad_gbps: float
     triad_elements: int
-    loop_form: str
     peers: dict            # peer name -> None when used, else why not
     workloads: list
 
@@ -94,7 +93,6 @@ def run(names, backends, quick=False, min_time=0.5, peers=True, seed=0, out=None
     out.flush()
     triad = timing.numpy_triad_gbps(triad_n, min_time)
     out.write(f" {triad:.1f} GB/s\n")
-    form, why = loop_form()
     peer_status = {p.name: (p.unavailable() if peers else "--no-peers") for p in PEERS}
     peer_list = [p for p in PEERS if peer_status[p.name] is None]
     results = []
@@ -103,15 +101,14 @@ def run(names, backends, quick=False, min_time=0.5, peers=True, seed=0, out=None
         sizes = workload.sizes_for(quick)
         out.write(f"[{k}/{len(names)}] {name} ({workload.size_text(sizes)}):")
         out.flush()
-        result = run_workload(workload, sizes, backends, peer_list, min_time, seed, out)
-        if workload.loop_form and form != "autograph":
-            result.notes.append(f"ran the gc.while_loop/gc.cond form of its Python loops "
-                                f"({why})")
-        out.write("\n")
+        try:
+            result = run_workload(workload, sizes, backends, peer_list, min_time, seed, out)
+        finally:
+            out.write("\n")
+            out.flush()
         results.append(result)
-    loop_text = form if form == "autograph" else f"functional ({why})"
     return BenchReport(describe_machine(), quick, min_time, ["eager"] + list(backends),
-                       triad, triad_n, loop_text, peer_status, results)
+                       triad, triad_n, peer_status, results)
 
 
 def run_workload(workload, sizes, backends, peer_list, min_time, seed=0, out=None):
@@ -138,6 +135,7 @@ def run_workload(workload, sizes, backends, peer_list, min_time, seed=0, out=Non
                              f"{type(e).__name__}: {e}") from e
         if reference is None:
             reference = got
+            result.notes.extend(case.notes)
             labels = ["result"] * (len(got) - len(case.init)) + [f"variable {k!r}"
                                                                   for k in case.init]
         else:
@@ -209,7 +207,7 @@ def disagreement(workload, expected, labels, got, strict_dtype):
             diff = np.where(bad, np.abs(g64 - e64), -1.0)
             where = np.unravel_index(int(np.argmax(diff)), e.shape) if e.ndim else ()
             at = f" at index {tuple(int(i) for i in where)}" if e.ndim else ""
-            return (f"{label}{at}: eager {e64[where]!r}, got {g64[where]!r} "
+            return (f"{label}{at}: eager {float(e64[where]):.8g}, got {float(g64[where]):.8g} "
                     f"({int(bad.sum())} of {e.size} elements beyond rtol={workload.rtol}, "
                     f"atol={workload.atol})")
     return None
