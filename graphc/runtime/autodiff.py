@@ -163,7 +163,7 @@ def backward(records, targets, ogs):
         t = convert_to_tensor(t) if type(t) is not Tensor else t
         if g is None:
             g = ops["ones_like"](t)
-        elif not hasattr(g, "_list_grad"):
+        elif not _is_list(g):
             g = convert_to_tensor(g, t.dtype)
         accumulate(grads, t, g)
     for rec in reversed(records):
@@ -183,11 +183,18 @@ def _differentiable(x):
     return dtype is not None and dtype.is_floating
 
 
+def _is_list(x):
+    from .autodiff_ops import is_list_value
+    return is_list_value(x)
+
+
 def zeros_for(x):
-    """A zero gradient for `x` (tensor lists get the list-gradient zero)."""
-    if getattr(x, "type", None) is not None and getattr(x.type, "kind", "tensor") == "list":
-        from .autodiff_control import zero_list_grad
-        return zero_list_grad(x)
+    """A zero gradient for `x` (a TensorArray list gets an empty list gradient)."""
+    if _is_list(x):
+        from .autodiff_ops import list_op
+        return list_op("list_grad_new", dtype=x.dtype)
+    if hasattr(x, "_resolve_in"):      # a variable: zeros of its shape, without reading it
+        return _ops()["zeros"](x.shape, x.dtype)
     return _ops()["zeros_like"](x)
 
 
@@ -197,9 +204,9 @@ def accumulate(grads, x, g):
     prev = grads.get(k)
     if prev is None:
         grads[k] = g
-    elif hasattr(prev, "_list_grad") or hasattr(g, "_list_grad"):
-        from .autodiff_control import add_list_grads
-        grads[k] = add_list_grads(prev, g)
+    elif _is_list(prev) or _is_list(g):
+        from .autodiff_ops import list_op
+        grads[k] = list_op("list_grad_add", prev, g)
     else:
         grads[k] = _ops()["add"](prev, g)
 

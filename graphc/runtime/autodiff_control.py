@@ -1,6 +1,331 @@
-"""Gradient rules that need the tracer: variable reads, cond, while and TensorArray lists."""
-from . import autodiff_ops  # noqa: F401  (registers getitem_grad and the loop stacks)
-from .registry import defvjp
+"""Gradient rules that need the tracer: variable reads, cond, while and TensorArray lists.
+
+Inside a compiled function a tape records a `cond`/`while` node as one op. Its rule builds
+the backward pass from the node's subgraphs by *replaying* a branch, or one loop iteration,
+under an inner tape: pure ops are recomputed, while the results of effectful ops (variable
+reads, random draws, TensorArray reads) are taken from the forward pass, so no effect runs
+twice. A differentiated while loop gets per-iteration stacks added to its body
+(`loop_stack_push`) holding each iteration's loop variables and effect results; the backward
+loop runs from the last iteration to the first, reading them back.
+"""
+import numpy as np
+
+from . import autodiff, context
+from .autodiff import GradientTape, key, zeros_for
+from .autodiff_ops import list_op, is_list_value  # also registers the gradient primitives
+from .dispatch import bind, constant, resolve
+from .graph import Graph, Operation, Value
+from .registry import REGISTRY, defvjp
+from .tensor import Tensor
+from .types import ListType, TensorType
 
 # the gradient of a read is the variable's gradient (backward() accumulates it by variable)
 defvjp("read_variable", lambda gs, outs, ins: [gs[0]])
+
+_exports = {}       # id(forward op) -> (op, {id(inner Value): saved value source})
+_backward_ops = set()
+
+
+# -- recording cond/while nodes ---------------------------------------------------------
+
+def record_control(g, op, outs):
+    """Hook called by control_flow when it adds a cond/while node while a tape records."""
+    watched = {}
+    for tape in autodiff._tapes:
+        for var in tape._watched_variables:
+            v = _value_of_variable(g, var)
+            if v is not None:
+                watched[id(v)] = var
+    inputs = []
+    for v in op.inputs:
+        if id(v) in watched:
+            inputs.append(watched[id(v)])
+        else:
+            inputs.append(Tensor._symbolic(v, g))
+    autodiff.record(REGISTRY[op.type], inputs, outs, dict(op.attrs, _op=op, _graph=g))
+
+
+def _value_of_variable(g, var):
+    """The Value standing for `var` in graph `g`, if it is already there (never captures)."""
+    if g.parent is None:
+        v = getattr(g, "resource_args", {}).get(id(var))
+        return v if v is not None else g._capture_index.get(id(var))
+    outer = _value_of_variable(g.parent, var)
+    return None if outer is None else g._capture_index.get(id(outer))
+
+
+def _wants_grad(x):
+    """Float tensors, float lists and variables get gradients (not ints, nor the raw
+    resource of an unwatched variable)."""
+    if type(x) is Tensor and x.type.kind not in ("tensor", "list"):
+        return False
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and dtype.is_floating
+
+
+# -- replaying a subgraph under an inner tape ------------------------------------------
+
+_ghosts = set()
+
+
+def _ghost(value):
+    """A stand-in for a list value in a replay (only ever a key for gradients)."""
+    g = context.current_graph()
+    t = Tensor._symbolic(Value(f"{value.name}_replayed", value.type), g)
+    _ghosts.add(id(t._sym))
+    return t
+
+
+def _replay(graph, env, saved, sources):
+    """Re-run `graph`'s ops on `env` (Value id -> tensor/variable) in the current graph,
+    recording on a fresh tape that watches `sources`. Returns (outputs, tape)."""
+    tape = GradientTape(watch_accessed_variables=False)
+    with tape:
+        for s in sources:
+            tape.watch(s) if not is_list_value(s) else tape._connected.add(key(s))
+            tape._keep.append(s)
+        for op in graph.operations:
+            opdef = REGISTRY[op.type]
+            ins = [env[id(v)] for v in op.inputs]
+            if opdef.effectful:
+                outs = [saved[id(o)] if id(o) in saved else _ghost(o) for o in op.outputs]
+                if outs and opdef.vjp is not None and not opdef.nondiff:
+                    autodiff.record(opdef, ins, outs, op.attrs)
+            elif op.type in ("cond", "while"):
+                outs = _rebind_control(op, ins)
+            else:
+                r = bind(op.type, *ins, **op.attrs)
+                outs = [] if r is None else [r] if type(r) is Tensor else list(r)
+            for o, t in zip(op.outputs, outs):
+                env[id(o)] = t
+    return [env[id(v)] for v in graph.outputs], tape
+
+
+def _rebind_control(op, ins):
+    """A nested cond/while inside a replayed graph: a fresh copy of it, recorded too."""
+    if any(type(x) is Tensor and id(x._sym) in _ghosts for x in ins):
+        raise NotImplementedError(
+            f"gradient of a TensorArray passed into a nested {op.type} inside a "
+            "differentiated loop or branch is not supported; stack() it into a tensor first")
+    g = context.current_graph()
+    attrs = {k: _copy_graph(a, g) if isinstance(a, Graph) else a for k, a in op.attrs.items()}
+    values = [resolve(g, x) for x in ins]
+    new = g.add_op(op.type, values, attrs, [o.type for o in op.outputs], op.loc)
+    outs = [Tensor._symbolic(v, g) for v in new.outputs]
+    record_control(g, new, outs)
+    return outs
+
+
+def _copy_graph(src, parent, outer=None):
+    """A deep copy of a subgraph, without its result-less effects (prints, assigns), which
+    must not run again when the copy is recomputed for a backward pass."""
+    outer = outer or {}
+    g = Graph(src.name, parent)
+    vmap = {}
+    for v in src.inputs:
+        vmap[id(v)] = Value(v.name, v.type)
+        g.inputs.append(vmap[id(v)])
+    for v, s in src.captures:
+        vmap[id(v)] = Value(v.name, v.type)
+        source = outer.get(id(s), s)
+        g.captures.append((vmap[id(v)], source))
+        g._capture_index[id(source)] = vmap[id(v)]
+    g._names = dict(src._names)
+    for op in src.operations:
+        if REGISTRY[op.type].effectful and not op.outputs:
+            continue
+        attrs = {k: _copy_graph(a, g, vmap) if isinstance(a, Graph) else a
+                 for k, a in op.attrs.items()}
+        outs = [Value(o.name, o.type) for o in op.outputs]
+        vmap.update((id(o), n) for o, n in zip(op.outputs, outs))
+        g.operations.append(Operation(op.type, op.name, [vmap[id(v)] for v in op.inputs],
+                                      attrs, outs, op.loc))
+    g.outputs = [vmap[id(v)] for v in src.outputs]
+    return g
+
+
+def _effect_values(graph):
+    """Tensor results of the effectful ops at this level of `graph` (what replays reuse)."""
+    return [o for op in graph.operations if REGISTRY[op.type].effectful
+            for o in op.outputs if isinstance(o.type, TensorType)]
+
+
+def _zero_like_source(x):
+    return zeros_for(x)
+
+
+# -- cond ----------------------------------------------------------------------------------
+
+def _export_cond(op, g):
+    """Make the forward cond also return its branches' effect results (once per node)."""
+    if id(op) in _exports:
+        return _exports[id(op)][1]
+    tb, fb = op.attrs["true_branch"], op.attrs["false_branch"]
+    saved = {}
+    for mine, other in ((tb, fb), (fb, tb)):
+        for v in _effect_values(mine):
+            mine.outputs.append(v)
+            with context.building(other):
+                zero = constant(np.zeros([d or 0 for d in v.type.shape], v.type.dtype.np))
+                other.outputs.append(resolve(other, zero))
+            out = Value(f"{op.name}.{len(op.outputs)}", v.type)
+            op.outputs.append(out)
+            saved[id(v)] = Tensor._symbolic(out, g)
+    tb._plan = fb._plan = None
+    _exports[id(op)] = (op, saved)
+    return saved
+
+
+def _cond_vjp(gs, outs, ins, true_branch, false_branch, _op=None, _graph=None):
+    from .control_flow import cond
+    if _op is None:
+        raise NotImplementedError("cond gradients need the traced cond node")
+    saved = _export_cond(_op, _graph)
+    pred, operands = ins[0], list(ins[1:])
+    want = [i for i, x in enumerate(operands) if _wants_grad(x)]
+    float_outs = [k for k, o in enumerate(outs) if _wants_grad(o)]
+    if not want or not float_outs:
+        return [None] * len(ins)
+    sources = [operands[i] for i in want]
+
+    def branch_grads(branch):
+        def fn():
+            env = {id(v): operands[k] for k, (v, _) in enumerate(branch.captures)}
+            results, tape = _replay(branch, env, saved, sources)
+            grads = tape.gradient([results[k] for k in float_outs], sources,
+                                  output_gradients=[gs[k] for k in float_outs])
+            return [zeros_for(s) if gr is None else gr for s, gr in zip(sources, grads)]
+        return fn
+    res = cond(pred, branch_grads(true_branch), branch_grads(false_branch))
+    _mark_backward(res)
+    res = list(res) if isinstance(res, (list, tuple)) else [res]
+    out = [None] * len(ins)
+    for i, g in zip(want, res):
+        out[1 + i] = g
+    return out
+
+
+def _mark_backward(results):
+    for t in results if isinstance(results, (list, tuple)) else [results]:
+        if type(t) is Tensor and t._graph is not None:
+            for op in reversed(t._graph.operations):
+                if t._sym in op.outputs:
+                    _backward_ops.add(id(op))
+                    break
+
+
+defvjp("cond", _cond_vjp)
+
+
+# -- while ---------------------------------------------------------------------------------
+
+def _insert_before(g, op, new_op):
+    g.operations.remove(new_op)
+    g.operations.insert(g.operations.index(op), new_op)
+
+
+def _export_while(op, g):
+    """Give the forward loop one stack per saved value: each tensor loop variable as it
+    enters an iteration, and each effect result of the body. Returns (stacks, saved) where
+    `saved` lists (kind, what) per stack: ("var", loop-var index) or ("effect", Value)."""
+    if id(op) in _exports:
+        return _exports[id(op)][1]
+    body, cond_g, n = op.attrs["body"], op.attrs["cond"], op.attrs["n_vars"]
+    plan = [("var", k) for k, v in enumerate(body.inputs[:n]) if isinstance(v.type, TensorType)]
+    plan += [("effect", v) for v in _effect_values(body)]
+    if not plan:   # nothing to save still needs the trip count: count iterations
+        plan = [("tick", None)]
+    stacks = []
+    for kind, what in plan:
+        t = body.inputs[what].type if kind == "var" else \
+            what.type if kind == "effect" else TensorType(_int32(), ())
+        new = g.add_op("loop_stack_new", [], dict(dtype=t.dtype, element_shape=t.shape),
+                       [ListType(t.dtype, t.shape)], op.loc)
+        _insert_before(g, op, new)
+        stack_in = Value(f"stack_{len(stacks)}", new.outputs[0].type)
+        body.inputs.append(stack_in)
+        cond_g.inputs.append(Value(f"stack_{len(stacks)}", stack_in.type))
+        pushed = body.inputs[what] if kind == "var" else what if kind == "effect" else None
+        if pushed is None:
+            with context.building(body):
+                pushed = resolve(body, constant(np.int32(0)))
+        push = body.add_op("loop_stack_push", [stack_in, pushed], {}, [stack_in.type], op.loc)
+        body.outputs.append(push.outputs[0])
+        op.inputs.insert(n + len(stacks), new.outputs[0])
+        op.outputs.append(Value(f"{op.name}.{len(op.outputs)}", stack_in.type))
+        stacks.append(Tensor._symbolic(new.outputs[0], g))
+    op.attrs["n_vars"] = n + len(stacks)
+    body._plan = cond_g._plan = None
+    _exports[id(op)] = (op, (stacks, plan))
+    return stacks, plan
+
+
+def _int32():
+    from .. import dtypes
+    return dtypes.int32
+
+
+def _while_vjp(gs, outs, ins, cond, body, n_vars, _op=None, _graph=None):
+    from .control_flow import while_loop
+    if _op is None:
+        raise NotImplementedError("while gradients need the traced while node")
+    if id(_op) in _backward_ops:
+        raise NotImplementedError(
+            "second derivatives through a while_loop inside a compiled function are not "
+            "supported; compute them eagerly, or unroll the loop over a Python range")
+    n = n_vars
+    stacks, plan = _export_while(_op, _graph)
+    init, operands = list(ins[:n]), list(ins[n:])
+    diff = [k for k in range(n) if _wants_grad(outs[k])]
+    want = [j for j, x in enumerate(operands) if _wants_grad(x)]
+    if not diff:
+        return [None] * len(ins)
+    int32 = _int32()
+
+    def step_cond(i, *_):
+        return i >= 0
+
+    def step_body(i, *carried):
+        gv, gcap = list(carried[:len(diff)]), list(carried[len(diff):])
+        values = [bind("loop_stack_read", s, i) for s in stacks]
+        env, saved = {}, {}
+        for (kind, what), val in zip(plan, values):
+            if kind == "var":
+                env[id(body.inputs[what])] = val
+            elif kind == "effect":
+                saved[id(what)] = val
+        for v in body.inputs:
+            if id(v) not in env:     # TensorArray loop vars and the stacks themselves
+                env[id(v)] = _ghost(v)
+        for (v, _), x in zip(body.captures, operands):
+            env[id(v)] = x
+        sources = [env[id(body.inputs[k])] for k in diff] + [operands[j] for j in want]
+        results, tape = _replay(body, env, saved, sources)
+        grads = tape.gradient([results[k] for k in diff], sources, output_gradients=gv)
+        grads = [zeros_for(s) if g is None else g for s, g in zip(sources, grads)]
+        new_gcap = [acc + g for acc, g in zip(gcap, grads[len(diff):])]
+        return [i - 1] + grads[:len(diff)] + new_gcap
+
+    start = bind("loop_stack_size", stacks[0]) - 1
+    carried = [gs[k] for k in diff] + [zeros_for(operands[j]) for j in want]
+    invariants = [()] + [_invariant(body.inputs[k].type) for k in diff] + \
+        [_invariant(_type_of(operands[j])) for j in want]
+    res = while_loop(step_cond, step_body, [start] + carried, shape_invariants=invariants)
+    _mark_backward(res)
+    out = [None] * len(ins)
+    for k, g in zip(diff, res[1:1 + len(diff)]):
+        out[k] = g
+    for j, g in zip(want, res[1 + len(diff):]):
+        out[n + j] = g
+    return out
+
+
+def _type_of(x):
+    return x.type if type(x) is Tensor else TensorType(x.dtype, x.shape)
+
+
+def _invariant(t):
+    return list(t.shape) if isinstance(t, TensorType) else None
+
+
+defvjp("while", _while_vjp)

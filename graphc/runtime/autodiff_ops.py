@@ -105,3 +105,100 @@ register("loop_stack_read", _stack_read_infer, _stack_read_impl, kind=STATE, eff
 register("loop_stack_size", lambda types: [TensorType(_dt.int32, ())],
          lambda acc: np.array(len(acc), dtype=np.int32), kind=STATE, effectful=True,
          nondiff=True)
+
+
+# -- gradients of TensorArray lists ---------------------------------------------------------
+# A list's gradient maps element index -> gradient array; a missing index is a zero. Every
+# op returns a new mapping (values are never changed in place), so gradients can be reused.
+
+class ListGrad(dict):
+    """Runtime value of a TensorArray's gradient."""
+
+    __slots__ = ("dtype",)
+
+    @property
+    def type(self):
+        return ListType(self.dtype, None)
+
+
+def _list_grad(dtype, items=()):
+    out = ListGrad(items)
+    out.dtype = dtype
+    return out
+
+
+def _lg_type(types, dtype=None):
+    return [ListType(dtype if dtype is not None else types[-1].dtype, None)]
+
+
+def _add_into(d, i, g):
+    d[i] = g if i not in d else d[i] + g
+
+
+def _lg_add(a, b):
+    out = _list_grad(a.dtype, a)
+    for i, g in b.items():
+        _add_into(out, i, g)
+    return out
+
+
+def _lg_write(lg, index, g):
+    out = _list_grad(lg.dtype, lg)
+    _add_into(out, int(index), g)
+    return out
+
+
+def _lg_read(lg, index, like):
+    g = lg.get(int(index))
+    return np.zeros_like(like) if g is None else g
+
+
+def _lg_stack(lg, like):
+    out = np.zeros_like(like)
+    for i, g in lg.items():
+        if i < len(out):
+            out[i] += g
+    return out
+
+
+def _lg_scatter(indices, g):
+    out = _list_grad(_dt.from_numpy(g.dtype))
+    for k, i in enumerate(np.asarray(indices).tolist()):
+        _add_into(out, i, g[k])
+    return out
+
+
+_LIST_GRAD_OPS = [
+    ("list_grad_new", lambda types, dtype: [ListType(dtype, None)],
+     lambda dtype: _list_grad(dtype)),
+    ("list_grad_add", _lg_type, _lg_add),
+    ("list_grad_write", _lg_type, _lg_write),
+    ("list_grad_read", lambda types: [types[2]], _lg_read),
+    ("list_grad_stack", lambda types: [types[1]], _lg_stack),
+    ("list_grad_from_tensor", _lg_type,
+     lambda g: _list_grad(_dt.from_numpy(g.dtype), enumerate(g))),
+    ("list_grad_scatter", _lg_type, _lg_scatter),
+]
+for _name, _infer, _impl in _LIST_GRAD_OPS:
+    # effectful: keeps passes from folding or merging ops on these non-tensor values
+    register(_name, _infer, _impl, kind=OPAQUE, effectful=True, nondiff=True)
+
+
+def is_list_value(x):
+    """True for TensorArray lists and list gradients, eager or symbolic."""
+    t = getattr(x, "type", None)
+    if t is not None and not callable(t):
+        return getattr(t, "kind", None) == "list"
+    return hasattr(x, "_type") and getattr(x, "dtype", None) is not None
+
+
+def list_op(type_, *inputs, **attrs):
+    """Apply a list-gradient op: a graph node while tracing, else computed at once."""
+    from . import context
+    from .tensor import Tensor
+    if context.current_graph() is not None:
+        return bind(type_, *inputs, **attrs)
+    from .registry import REGISTRY
+    values = [x._np if type(x) is Tensor else x for x in inputs]
+    result = REGISTRY[type_].numpy(*values, **attrs)
+    return result if isinstance(result, ListGrad) else Tensor._concrete(np.asarray(result))

@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from . import context, loop_vars as lv, nest
+from .autodiff import _tapes
 from .context import building, current_graph
 from .dispatch import bind, constant, convert_to_tensor, is_number, resolve
 from .executor import run_graph
@@ -216,7 +217,11 @@ def bind_control(type_, g, inputs, attrs):
     from .registry import REGISTRY
     types = REGISTRY[type_].infer([v.type for v in inputs], **attrs)
     op = g.add_op(type_, inputs, attrs, types, context.user_location())
-    return [Tensor._symbolic(v, g) for v in op.outputs]
+    outs = [Tensor._symbolic(v, g) for v in op.outputs]
+    if _tapes and outs:   # a recording GradientTape sees the node as one op (autodiff_control)
+        from .autodiff_control import record_control
+        record_control(g, op, outs)
+    return outs
 
 
 def _name(names, i):
