@@ -3,7 +3,8 @@
 A peer builds, for a workload's Case, a zero-argument callable returning the list of the
 same outputs as the graphc workload (anything np.asarray takes), so the runner can time it
 and check it against eager graphc. TensorFlow and JAX are used only when already
-importable; they are never dependencies. A peer without an implementation for a workload raises PeerUnsupported.
+importable; they are never dependencies. A peer without an implementation for a workload
+raises PeerUnsupported.
 """
 import importlib.util
 

@@ -128,8 +128,8 @@ def run_workload(workload, sizes, backends, peer_list, min_time, seed=0, out=Non
         case = workload.build(sizes, seed)
         call = _graphc_call(case, backend)
         try:
-            t = timing.measure(lambda: call(), min_time)
-            got = _observe(t.output, case)
+            t = timing.measure(call, min_time, observe=lambda out: _observe(out, case))
+            got = t.output
         except Exception as e:  # noqa: BLE001 - reported with the workload and mode
             raise BenchError(f"workload {workload.name!r} failed in mode {mode!r}: "
                              f"{type(e).__name__}: {e}") from e
@@ -167,8 +167,9 @@ def _run_peer(result, workload, peer, sizes, seed, reference, min_time, out):
     case = workload.build(sizes, seed)
     try:
         call = peer.build(workload.name, case)
-        t = timing.measure(call, min_time)
-        got = [np.array(np.asarray(x)) for x in t.output]
+        t = timing.measure(call, min_time,
+                           observe=lambda out: [np.array(np.asarray(x)) for x in out])
+        got = t.output
     except PeerUnsupported:
         return
     except Exception as e:  # noqa: BLE001 - an optional peer never stops the run

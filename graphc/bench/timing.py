@@ -16,18 +16,21 @@ class Timing:
     median_s: float     # median per-call time over the steady-state repeats
     calls: int          # calls timed in the steady state
     repeats: int        # repeats the median is taken over
-    output: object      # what the first call returned
+    output: object      # observe(what the first call returned)
 
 
-def measure(call, min_time, min_repeats=3):
+def measure(call, min_time, min_repeats=3, observe=lambda output: output):
     """Time `call()`: its first call, then repeats until `min_time` seconds have passed.
 
-    Returns a Timing; per-call times in each repeat are averaged over a batch of calls
-    sized from a warm-up call, and the median is over at least `min_repeats` repeats.
+    `observe` is applied to the first call's result before any other call (so state that
+    later calls change can be captured). Returns a Timing; per-call times in each repeat
+    are averaged over a batch of calls sized from a warm-up call, and the median is over at
+    least `min_repeats` repeats.
     """
     t0 = time.perf_counter()
     output = call()
     first = time.perf_counter() - t0
+    output = observe(output)
     t0 = time.perf_counter()
     call()                                          # warm-up, and the batch-size estimate
     estimate = max(time.perf_counter() - t0, 1e-9)
