@@ -428,3 +428,26 @@ def test_iteration_is_eager_only():
 
     with pytest.raises(gc.errors.OperatorNotAllowedInGraphError, match="ta.read"):
         f()
+
+
+def test_with_autograph_loops():
+    """The TF tutorial patterns: fill a TensorArray in a `for`, iterate over one."""
+    @gc.function
+    def squares(x, n):
+        ta = gc.TensorArray(gc.float32, size=0, dynamic_size=True)
+        for i in gc.range(n):
+            ta = ta.write(i, x * gc.cast(i * i, gc.float32))
+        return ta.stack()
+
+    @gc.function
+    def column_sums(m):
+        total = gc.zeros([2])
+        for row in gc.TensorArray(gc.float32, size=3).unstack(m):
+            total += row
+        return total
+
+    x = np.array([1.0, -1.0], np.float32)
+    np.testing.assert_array_equal(squares(x, gc.constant(4)).numpy(),
+                                  np.outer(np.arange(4) ** 2, x))
+    m = np.arange(6, dtype=np.float32).reshape(3, 2)
+    np.testing.assert_array_equal(column_sums(m).numpy(), m.sum(0))
