@@ -132,6 +132,7 @@ X23 = np.zeros((2, 3), np.float32)
      ["concat", "float32", "int32"]),
     (lambda t: gc.concat([t, t], 2), ValueError, ["concat", "axis 2"]),
     (lambda t: gc.stack([t, gc.transpose(t)]), ValueError, ["stack", "[2,3]", "[3,2]"]),
+    (lambda t: gc.stack([t, gc.cast(t, gc.int64)]), TypeError, ["stack", "float32", "int64"]),
     (lambda t: gc.unstack(t, axis=-3), ValueError, ["unstack", "axis -3"]),
     (lambda t: gc.unstack(t, num=3), ValueError, ["unstack", "[2,3]", "3 pieces"]),
     (lambda t: gc.gather(t, [0.5]), TypeError, ["gather", "float32", "integer"]),

@@ -257,6 +257,7 @@ def stack(values, axis=0, name=None):
     if not xs:
         raise ValueError("stack: needs at least one tensor")
     first = xs[0]
+    same_dtype("stack", [x.type for x in xs])
     for x in xs[1:]:
         if x.ndim != first.ndim or any(a is not None and b is not None and a != b
                                        for a, b in zip(x.shape, first.shape)):
