@@ -28,21 +28,31 @@ _backward_ops = set()
 
 # -- recording cond/while nodes ---------------------------------------------------------
 
-def record_control(g, op, outs):
-    """Hook called by control_flow when it adds a cond/while node while a tape records."""
-    watched = {}
-    for tape in autodiff._tapes:
-        for var in tape._watched_variables:
-            v = _value_of_variable(g, var)
-            if v is not None:
-                watched[id(v)] = var
-    inputs = []
-    for v in op.inputs:
-        if id(v) in watched:
-            inputs.append(watched[id(v)])
-        else:
-            inputs.append(Tensor._symbolic(v, g))
+def record_control(g, op, outs, inputs=None):
+    """Hook called by control_flow when it adds a cond/while node while a tape records.
+
+    The node's inputs are recorded as the objects user code holds (the tape knows those):
+    a variable for its resource, the outer tensor for a captured one."""
+    if inputs is None:
+        watched = {}
+        for tape in autodiff._tapes:
+            for var in tape._watched_variables:
+                v = _value_of_variable(g, var)
+                if v is not None:
+                    watched[id(v)] = var
+        inputs = [watched[id(v)] if id(v) in watched else _original(g, v) for v in op.inputs]
     autodiff.record(REGISTRY[op.type], inputs, outs, dict(op.attrs, _op=op, _graph=g))
+
+
+def _original(g, v):
+    """The tensor a graph Value stands for, following captures out to where it was made."""
+    while True:
+        source = next((s for c, s in g.captures if c is v), None)
+        if source is None:
+            return Tensor._symbolic(v, g)
+        if not isinstance(source, Value):
+            return source            # a concrete tensor (or variable) fed from Python
+        g, v = g.parent, source
 
 
 def _value_of_variable(g, var):
@@ -112,7 +122,7 @@ def _rebind_control(op, ins):
     values = [resolve(g, x) for x in ins]
     new = g.add_op(op.type, values, attrs, [o.type for o in op.outputs], op.loc)
     outs = [Tensor._symbolic(v, g) for v in new.outputs]
-    record_control(g, new, outs)
+    record_control(g, new, outs, list(ins))
     return outs
 
 
@@ -303,7 +313,8 @@ def _while_vjp(gs, outs, ins, cond, body, n_vars, _op=None, _graph=None):
         results, tape = _replay(body, env, saved, sources)
         grads = tape.gradient([results[k] for k in diff], sources, output_gradients=gv)
         grads = [zeros_for(s) if g is None else g for s, g in zip(sources, grads)]
-        new_gcap = [acc + g for acc, g in zip(gcap, grads[len(diff):])]
+        new_gcap = [list_op("list_grad_add", acc, g) if is_list_value(acc) else acc + g
+                    for acc, g in zip(gcap, grads[len(diff):])]
         return [i - 1] + grads[:len(diff)] + new_gcap
 
     start = bind("loop_stack_size", stacks[0]) - 1
@@ -329,3 +340,60 @@ def _invariant(t):
 
 
 defvjp("while", _while_vjp)
+
+
+# -- TensorArray lists -------------------------------------------------------------------
+# A list's gradient is a list gradient (index -> gradient); see autodiff_ops.
+
+def _concat_list_vjp(gs, outs, ins, element_shape, num_elements):
+    from .tensor import OPS
+    es = element_shape
+    if es is None or None in es:
+        raise NotImplementedError("gradient of TensorArray.concat needs a static element "
+                                  "shape; pass element_shape=... to gc.TensorArray")
+    rows = OPS["reshape"](gs[0], [-1] + list(es))
+    return [list_op("list_grad_from_tensor", rows)]
+
+
+_LIST_VJPS = {
+    # a write replaces element i: the value gets that element's gradient
+    "tensor_list_write": lambda gs, outs, ins: [
+        gs[0], None, list_op("list_grad_read", gs[0], ins[1], ins[2])],
+    "tensor_list_read": lambda gs, outs, ins: [
+        list_op("list_grad_write", list_op("list_grad_new", dtype=outs[0].dtype), ins[1],
+                gs[0]), None],
+    "tensor_list_stack": lambda gs, outs, ins, element_shape, num_elements: [
+        list_op("list_grad_from_tensor", gs[0])],
+    "tensor_list_gather": lambda gs, outs, ins, element_shape: [
+        list_op("list_grad_scatter", ins[1], gs[0]), None],
+    "tensor_list_concat": _concat_list_vjp,
+    "tensor_list_unstack": lambda gs, outs, ins: [
+        None, list_op("list_grad_stack", gs[0], ins[1])],
+}
+for _type, _rule in _LIST_VJPS.items():
+    defvjp(_type, _rule)
+
+
+def _mark_nondiff(type_):
+    from dataclasses import replace
+    REGISTRY[type_] = replace(REGISTRY[type_], nondiff=True)
+
+
+for _type in ("tensor_list_new", "tensor_list_size"):
+    _mark_nondiff(_type)
+
+
+def taped_list_op(apply, type_, inputs, attrs):
+    """An eager TensorArray op while a tape records: lists are copied before a write (so
+    every version stays a distinct value) and the op is recorded like any other."""
+    from .tensor_list import TensorList
+    copied = []
+    for x in inputs:
+        if isinstance(x, TensorList) and type_ in ("tensor_list_write", "tensor_list_unstack"):
+            y = TensorList(x)
+            y.dtype, y.element_shape, y.dynamic_size = x.dtype, x.element_shape, x.dynamic_size
+            x = y
+        copied.append(x)
+    out = apply(type_, *copied, **attrs)
+    autodiff.record(REGISTRY[type_], list(inputs), [out], attrs)
+    return out

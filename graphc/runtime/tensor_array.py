@@ -9,6 +9,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..errors import OperatorNotAllowedInGraphError
 from . import context
+from .autodiff import _tapes
 from .dispatch import bind, constant, convert_to_tensor
 from .tensor import Tensor
 from .tensor_list import TensorList, apply_eager, dims_text
@@ -74,6 +75,9 @@ class TensorArray:
             if not all(isinstance(x, TensorList) or not x.is_symbolic for x in inputs):
                 raise ValueError("a TensorArray made while tracing was used outside the "
                                  "function that traced it; return its stack() instead")
+            if _tapes:   # a recording GradientTape sees eager list ops too
+                from .autodiff_control import taped_list_op
+                return taped_list_op(apply_eager, type_, inputs, attrs)
             return apply_eager(type_, *inputs, **attrs)
         if any(isinstance(x, TensorList) for x in inputs):
             raise ValueError("a TensorArray created eagerly cannot be used inside a compiled "
@@ -86,6 +90,7 @@ class TensorArray:
 
     def _with_flow(self, flow):
         if self._is_eager():   # TF's eager TensorArray is mutated in place and returns itself
+            self._flow = flow  # (a new list while a tape records, so gradients see versions)
             return self
         return self._derived(flow, self._static_size)
 
@@ -166,6 +171,7 @@ class TensorArray:
         flow = self._apply("tensor_list_unstack", self._flow, value)
         n = value.shape[0] if value.shape else None
         if self._is_eager():
+            self._flow = flow
             return self
         return self._derived(flow, None if self._dynamic else n)
 

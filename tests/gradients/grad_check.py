@@ -6,10 +6,10 @@ import graphc as gc
 EPS = 1e-6
 
 
-def numeric_grads(fn, arrays, weights):
-    """Central differences of sum(weights * fn(*arrays)) with respect to every array."""
+def numeric_grads(fn, arrays, weights, extra=()):
+    """Central differences of sum(weights * fn(*arrays, *extra)) with respect to every array."""
     def scalar(args):
-        out = fn(*[gc.constant(a) for a in args])
+        out = fn(*[gc.constant(a) for a in args], *extra)
         return float(np.sum(np.asarray(out, dtype=np.float64) * weights))
     grads = []
     for k, a in enumerate(arrays):
@@ -24,24 +24,31 @@ def numeric_grads(fn, arrays, weights):
     return grads
 
 
-def tape_grads(fn, tensors, weights):
-    """Gradients of sum(weights * fn(*tensors)) from a GradientTape (works traced too)."""
+def tape_grads(fn, tensors, weights, extra=()):
+    """Gradients of sum(weights * fn(*tensors, *extra)) from a GradientTape (eager or traced)."""
     with gc.GradientTape() as tape:
         for t in tensors:
             tape.watch(t)
-        out = fn(*tensors)
+        out = fn(*tensors, *extra)
     return tape.gradient(out, list(tensors), output_gradients=gc.constant(weights))
 
 
-def check_gradients(fn, arrays, rtol=1e-5, atol=1e-6, seed=0, backend="numpy"):
-    """Compare tape gradients (eager and compiled) with central finite differences."""
+def check_gradients(fn, arrays, rtol=1e-5, atol=1e-6, seed=0, backend="numpy", extra=()):
+    """Compare tape gradients (eager and compiled) with central finite differences.
+
+    `extra` arguments follow the differentiated ones; in the compiled run they are graph
+    inputs (so e.g. a loop's trip count is known only at run time).
+    """
     arrays = [np.asarray(a, dtype=np.float64) for a in arrays]
-    out = np.asarray(fn(*[gc.constant(a) for a in arrays]))
+    extra = tuple(gc.constant(e) for e in extra)
+    out = np.asarray(fn(*[gc.constant(a) for a in arrays], *extra))
     weights = np.random.default_rng(seed).uniform(0.5, 1.5, out.shape)
-    expected = numeric_grads(fn, arrays, weights)
-    eager = tape_grads(fn, [gc.constant(a) for a in arrays], weights)
-    traced_fn = gc.function(lambda *xs: tape_grads(fn, xs, weights), backend=backend)
-    traced = traced_fn(*[gc.constant(a) for a in arrays])
+    expected = numeric_grads(fn, arrays, weights, extra)
+    eager = tape_grads(fn, [gc.constant(a) for a in arrays], weights, extra)
+    n = len(arrays)
+    traced_fn = gc.function(lambda *xs: tape_grads(fn, xs[:n], weights, xs[n:]),
+                            backend=backend)
+    traced = traced_fn(*[gc.constant(a) for a in arrays], *extra)
     for name, got in [("eager", eager), ("traced", traced)]:
         for k, (g, e) in enumerate(zip(got, expected)):
             assert g is not None, f"{name}: no gradient for argument {k}"
