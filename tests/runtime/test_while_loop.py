@@ -227,3 +227,19 @@ def test_numba_backend_agrees_with_the_interpreter():
         got = gc.function(fn, backend="numba", autograph=False)(*args)
         for w, g in zip(nest.flatten(want), nest.flatten(got)):
             np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
+
+
+def test_variable_arguments_are_written_inside_loops_and_branches():
+    @function
+    def f(v, n):
+        def body(i):
+            v.assign_add(gc.cast(i, gc.float32))
+            return i + 1
+        gc.while_loop(lambda i: i < n, body, [0])
+        return gc.cond(v > 5.0, lambda: v * 1.0, lambda: -v)
+
+    a, b = gc.Variable(0.0), gc.Variable(10.0)
+    assert float(f(a, gc.constant(3))) == -3.0      # a: 0 + 0 + 1 + 2
+    assert float(f(b, gc.constant(3))) == 13.0
+    assert float(f(a, gc.constant(3))) == 6.0
+    assert f.tracing_count == 1 and float(a.numpy()) == 6.0 and float(b.numpy()) == 13.0
