@@ -300,3 +300,21 @@ def _containers(x):
     if isinstance(x, (list, tuple)):
         return [x] + [c for v in x for c in _containers(v)]
     return []
+
+
+def test_values_unchanged_in_both_branches_bypass_the_cond_node():
+    seen = {}
+
+    @function
+    def f(x, y, p):
+        a, b, c = gc.cond(p, lambda: (x, y * 2.0, x), lambda: (x, y * 3.0, x))
+        seen["same"] = a is x and c is x
+        return a, b, c
+
+    for p, k in ((True, 2.0), (False, 3.0)):
+        a, b, c = f(np.float32(1.0), np.float32(5.0), gc.constant(p))
+        assert (float(a), float(b), float(c)) == (1.0, 5.0 * k, 1.0)
+    assert seen["same"]
+    cond_op = [op for op in f.get_concrete_function(
+        np.float32(1.0), np.float32(5.0), gc.constant(True)).graph.operations if op.type == "cond"]
+    assert len(cond_op) == 1 and len(cond_op[0].outputs) == 1
