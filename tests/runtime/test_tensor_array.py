@@ -451,3 +451,18 @@ def test_with_autograph_loops():
                                   np.outer(np.arange(4) ** 2, x))
     m = np.arange(6, dtype=np.float32).reshape(3, 2)
     np.testing.assert_array_equal(column_sums(m).numpy(), m.sum(0))
+
+
+def test_zero_iterations_still_know_the_element_shape_from_the_body():
+    @function
+    def f(x, n):
+        ta = gc.TensorArray(gc.float32, size=0, dynamic_size=True)
+        _, ta = gc.while_loop(lambda i, ta: i < n, lambda i, ta: (i + 1, ta.write(i, x)),
+                              [0, ta])
+        return ta.stack(), ta.concat()
+
+    x = np.array([1.0, 2.0], np.float32)
+    for n in (0, 2):
+        stacked, flat = f(x, gc.constant(n))
+        np.testing.assert_array_equal(stacked.numpy(), np.tile(x, (n, 1)).reshape(n, 2))
+        np.testing.assert_array_equal(flat.numpy(), np.tile(x, n))
