@@ -98,15 +98,23 @@ def _write_atomic(path, text):
     os.replace(tmp, path)
 
 
+def _module_path(key):
+    return os.path.join(cache_dir(), "kernels", f"k_{key[:40]}.py")
+
+
+def has_module(key):
+    """Is a generated module for `key` already on disk (so loading it is cheap)?"""
+    return os.path.exists(_module_path(key))
+
+
 def load_module(key, source):
     """Import the module for `key`, writing `source` first unless an identical file exists.
 
     Returns (module, status) with status 'hit' (file found intact), 'miss' or 'rebuilt'.
     """
-    folder = os.path.join(cache_dir(), "kernels")
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    stem = f"k_{key[:40]}"
-    path = os.path.join(folder, stem + ".py")
+    path = _module_path(key)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    stem = os.path.splitext(os.path.basename(path))[0]
     text = f"# graphc kernel {key}\n{source}"
     status = "miss"
     with _lock:

@@ -127,7 +127,13 @@ class NumbaBackend:
 
     @staticmethod
     def compile(graph):
-        return compile_plan(graph)
+        """Optimizing and fusing wait for the first call: tracing alone pays nothing."""
+        def run(args):
+            plan = compile_plan(graph)
+            holder[0] = plan
+            return plan(args)
+        holder = [run]
+        return lambda args: holder[0](args)
 
 
 register_backend(NumbaBackend)

@@ -155,8 +155,7 @@ class GroupRunner:
             except Exception as e:  # noqa: BLE001 - a kernel that cannot compile falls back
                 kern.error = f"kernel failed to compile/run: {type(e).__name__}: {e}"
                 if kern.status == "hit":
-                    cache.drop_compiled(os.path.join(cache.cache_dir(), "kernels",
-                                                     f"k_{kern.key[:40]}.py"))
+                    cache.drop_compiled(cache._module_path(kern.key))
                 self._note(kern.error)
                 decision = {"choice": "numpy", "reason": kern.error}
                 self.decisions[(kern.key, klass)] = decision

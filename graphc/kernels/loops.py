@@ -6,7 +6,9 @@ into a captured tensor, or a nested `while`/`cond` that is lowerable itself. The
 runs as a native `while True:` with `if/else`, with no interpreter work per iteration.
 Anything else raises NotLowerable with the reason, and the region runs in the interpreter.
 """
+import os
 import sys
+import time
 
 import numpy as np
 
@@ -161,6 +163,16 @@ class _Emitter:
             env[id(v)] = o
 
 
+# A loop is compiled once the interpreter has spent this long on it: compiling costs
+# ~0.3-1 s, so a loop that ran 50 ms interpreted is likely to run again and repay it.
+LOOP_COMPILE_AFTER = 0.05
+
+
+def loop_compile_after():
+    """GRAPHC_NUMBA_MIN_SIZE=0 (used by tests) compiles loops on first use too."""
+    return 0.0 if os.environ.get("GRAPHC_NUMBA_MIN_SIZE") == "0" else LOOP_COMPILE_AFTER
+
+
 class LoopRunner:
     """Callable like the op's numpy rule: `(*inputs) -> value or tuple of values`."""
 
@@ -169,9 +181,10 @@ class LoopRunner:
         self.status = None
         self.fn = None
         self.error = None
+        self.interpreted_s = 0.0
         self.scalar_in = [isinstance(v.type, TensorType) and v.type.shape == ()
                           for v in op.inputs]
-        self.out_dtypes = [v.type.dtype.np for v in op.outputs]
+        self.out_types = [v.type.dtype.np.type for v in op.outputs]
         impl = REGISTRY[op.type].numpy
         self.fallback = lambda *a: impl(*a, **op.attrs)
 
@@ -182,15 +195,28 @@ class LoopRunner:
             print(f"// graphc loop kernel for {self.op.name} (cache {self.status})\n"
                   f"{self.source}", file=sys.stderr)
 
+    def _worth_compiling(self, *arrays):
+        """Interpret until the loop has cost LOOP_COMPILE_AFTER seconds (or a compiled entry
+        is already on disk): most loops in tests and scripts run a few steps, once."""
+        if self.interpreted_s >= loop_compile_after() or cache.has_module(self.key):
+            return True, None
+        t0 = time.perf_counter()
+        result = self.fallback(*arrays)
+        self.interpreted_s += time.perf_counter() - t0
+        return False, result
+
     def __call__(self, *arrays):
         if self.error is None and self.fn is None:
+            ready, result = self._worth_compiling(*arrays)
+            if not ready:
+                return result
             try:
                 self._load()
             except Exception as e:  # noqa: BLE001 - unusable cache entry: interpret instead
                 self.error = f"loop kernel failed to load: {type(e).__name__}: {e}"
         if self.error is not None:
             return self.fallback(*arrays)
-        args = [np.asarray(a)[()] if s else a for a, s in zip(arrays, self.scalar_in)]
+        args = [a[()] if s else a for a, s in zip(arrays, self.scalar_in)]
         try:
             res = self.fn(*args)
         except IndexError:
@@ -198,7 +224,8 @@ class LoopRunner:
         except Exception as e:  # noqa: BLE001 - typing/compile failure: interpret from now on
             self.error = f"loop kernel failed to compile: {type(e).__name__}: {e}"
             return self.fallback(*arrays)
-        outs = [np.asarray(r, dtype=d) for r, d in zip(res, self.out_dtypes)]
+        # numpy scalars, as the numpy rules give for rank-0 results (cheaper than 0-d arrays)
+        outs = [d(r) for r, d in zip(res, self.out_types)]
         if len(outs) == 1:
             return outs[0]
         return tuple(outs) if outs else None
