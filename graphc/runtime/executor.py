@@ -28,8 +28,8 @@ def compile_graph(graph):
     steps = [_step(op, index) for op in graph.operations]
     out_idx = tuple(index[id(v)] for v in graph.outputs)
     pad = [None] * (len(index) - n_in)
-    simple = tuple((fn, ins, outs[0]) for fn, ins, outs, _ in steps if len(outs) == 1)
-    if len(simple) == len(steps) and all(len(ins) == 2 for _, ins, _ in simple):
+    simple = tuple((fn, ins, outs[0], op) for fn, ins, outs, op in steps if len(outs) == 1)
+    if len(simple) == len(steps) and all(len(ins) == 2 for _, ins, _, _ in simple):
         run = _binary_runner(simple, out_idx, pad)
     else:
         run = _general_runner(steps, out_idx, pad)
@@ -41,8 +41,14 @@ def _binary_runner(steps, out_idx, pad):
     """Fast path for graphs made only of single-output two-input ops (arithmetic chains)."""
     def run(args):
         env = args + pad
-        for fn, (a, b), o in steps:
-            env[o] = fn(env[a], env[b])
+        op = None
+        try:
+            for fn, (a, b), o, op in steps:
+                env[o] = fn(env[a], env[b])
+        except InvalidArgumentError:
+            raise
+        except Exception as e:  # noqa: BLE001 - re-raised with the op and user line
+            raise _runtime_error(op, e) from e
         return [env[i] for i in out_idx]
     return run
 

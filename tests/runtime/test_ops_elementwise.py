@@ -199,3 +199,10 @@ def test_dynamic_broadcast_mismatch_fails_at_run_time():
 
 def test_truediv_is_divide():
     check(gc.truediv, np.array([0.5, 1.5]), np.array([1, 3], np.int32), np.int32(2))
+
+
+def test_dynamic_broadcast_mismatch_is_invalid_argument_naming_the_op():
+    f = gc.function(lambda a, b: a * b, backend="numpy",
+                    input_signature=[gc.TensorSpec([None]), gc.TensorSpec([None])])
+    with pytest.raises(gc.errors.InvalidArgumentError, match="multiply"):
+        f(np.ones(3, np.float32), np.ones(2, np.float32))
