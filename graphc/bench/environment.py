@@ -39,7 +39,13 @@ def describe_machine():
         "numba": _version("numba"),
         "tensorflow": _version("tensorflow") if _installed("tensorflow") else None,
         "jax": _version("jax") if _installed("jax") else None,
+        "thread_env": {k: os.environ[k] for k in _THREAD_VARS if k in os.environ},
     }
+
+
+# BLAS and numba thread-count settings change the matmul-heavy numbers a lot on a busy machine
+_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                "NUMBA_NUM_THREADS")
 
 
 def _installed(name):

@@ -10,8 +10,6 @@ import math
 import numba
 import numpy as np
 
-from .workloads import MLP_LEARNING_RATE
-
 _F = np.float32
 
 
@@ -155,7 +153,7 @@ def _add(x, y):
 def _mlp(case):
     x, labels = case.arrays
     params = [case.init[k].copy() for k in ("w1", "b1", "w2", "b2")]
-    lr = _F(MLP_LEARNING_RATE)
+    lr = _F(case.learning_rate)
     return lambda: [_mlp_step(x, labels, *params, lr)] + params
 
 

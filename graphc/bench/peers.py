@@ -44,6 +44,8 @@ class TensorFlowPeer:
     def build(workload, case):
         import tensorflow as tf
         args = [tf.constant(a) for a in case.arrays]
+        if workload == "mlp_train_step":
+            return _tf_mlp(tf, case, args)
         if workload == "elementwise":
             def fn(x):
                 y = x * 1.5 + 0.5
@@ -94,6 +96,8 @@ class JaxPeer:
         import jax
         import jax.numpy as jnp
         args = [jnp.asarray(a) for a in case.arrays]
+        if workload == "mlp_train_step":
+            return _jax_mlp(jax, jnp, case, args)
         if workload == "elementwise":
             def fn(x):
                 y = x * 1.5 + 0.5
@@ -125,4 +129,47 @@ class JaxPeer:
         return lambda: [compiled(*args).block_until_ready()]
 
 
+def _tf_mlp(tf, case, args):
+    """The MLP step with tf.Variables, a GradientTape and plain SGD, under tf.function."""
+    params = [tf.Variable(case.init[k]) for k in _MLP_PARAMS]
+    lr = case.learning_rate
+
+    @tf.function
+    def step(x, labels):
+        w1, b1, w2, b2 = params
+        with tf.GradientTape() as tape:
+            logits = tf.nn.relu(x @ w1 + b1) @ w2 + b2
+            loss = tf.reduce_mean(
+                tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
+        for p, g in zip(params, tape.gradient(loss, params)):
+            p.assign_sub(lr * g)
+        return loss
+
+    return lambda: [step(*args)] + params
+
+
+def _jax_mlp(jax, jnp, case, args):
+    """The MLP step as a jitted jax.value_and_grad update on a list of parameter arrays."""
+    state = [[jnp.asarray(case.init[k]) for k in _MLP_PARAMS]]
+    lr = case.learning_rate
+
+    def loss_fn(params, x, labels):
+        w1, b1, w2, b2 = params
+        logits = jax.nn.relu(x @ w1 + b1) @ w2 + b2
+        logp = jax.nn.log_softmax(logits)
+        return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=1))
+
+    @jax.jit
+    def step(params, x, labels):
+        loss, grads = jax.value_and_grad(loss_fn)(params, x, labels)
+        return loss, [p - lr * g for p, g in zip(params, grads)]
+
+    def call():
+        loss, state[0] = step(state[0], *args)
+        return [loss.block_until_ready()] + state[0]
+
+    return call
+
+
+_MLP_PARAMS = ("w1", "b1", "w2", "b2")
 PEERS = [NumbaHand, TensorFlowPeer, JaxPeer]

@@ -15,6 +15,9 @@ def header_lines(report):
     m = report.machine
     versions = ", ".join(f"{k} {m[k]}" for k in ("python", "graphc", "numpy", "numba",
                                                  "tensorflow", "jax") if m.get(k))
+    threads = " ".join(f"{k}={v}" for k, v in (m.get("thread_env") or {}).items())
+    if threads:
+        versions += f"; {threads}"
     lines = [f"graphc bench{' --quick' if report.quick else ''}: {m['date']}, "
              f"{m['cores']} cores ({m['cpu']}), {m['os']}"
              + (f", load average {m['load_average']}" if m.get("load_average") is not None

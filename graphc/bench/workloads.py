@@ -22,6 +22,7 @@ class Case:
     state: list = field(default_factory=list)   # gc.Variables the call updates
     init: dict = field(default_factory=dict)    # initial numpy values of `state`, by name
     notes: list = field(default_factory=list)   # shown under the table (e.g. the loop form)
+    learning_rate: float = None                 # for training workloads' peers
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,8 @@ def _build_mlp(sizes, seed):
     x = _uniform(rng, (batch, n_in))
     labels = rng.integers(0, n_out, batch).astype(np.int32)
     fn = make_mlp_step(params, SGD(MLP_LEARNING_RATE))
-    return Case(fn, (gc.constant(x), gc.constant(labels)), (x, labels), params, init)
+    return Case(fn, (gc.constant(x), gc.constant(labels)), (x, labels), params, init,
+                learning_rate=MLP_LEARNING_RATE)
 
 
 # -- small-call dispatch ----------------------------------------------------------------------

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 import graphc as gc
 from graphc.bench import WORKLOADS, BenchReport, backend_status, report
 from graphc.bench import workloads as W
-from graphc.bench.peers import NumbaHand
+from graphc.bench.peers import JaxPeer, NumbaHand, TensorFlowPeer
 from graphc.bench.runner import disagreement, format_seconds, format_speedup, run_workload
 from graphc.bench.timing import measure
 
@@ -210,3 +210,14 @@ def test_measure_observes_the_first_call_before_any_other():
 
     t = measure(step, min_time=0.001, observe=lambda out: list(out))
     assert t.output == [1] and state[0] == t.calls + 2
+
+
+@pytest.mark.parametrize("peer", [TensorFlowPeer, JaxPeer], ids=lambda p: p.name)
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_optional_peers_agree_when_installed(peer, name):
+    pytest.importorskip(peer.name)
+    workload = WORKLOADS[name]
+    if workload.requires():
+        pytest.skip(workload.requires())
+    result = run_workload(workload, TINY[name], [], [peer], 0.001, out=io.StringIO())
+    assert [r.mode for r in result.results] == ["eager", peer.name], result.notes
