@@ -70,6 +70,7 @@ def flatten_invariants(inv, structure):
 
 
 def as_shape(x):
+    """One shape invariant as a tuple of ints/None (None: every dimension may vary)."""
     if x is None:
         return None
     shape = getattr(x, "shape", x)
@@ -94,6 +95,7 @@ def allowed_type(t, shape, name):
 
 
 def max_iterations_tensor(maximum_iterations):
+    """maximum_iterations (int or integer tensor) as an int32 scalar tensor."""
     m = maximum_iterations
     if type(m) is Tensor or hasattr(m, "_as_tensor"):
         m = convert_to_tensor(m)
@@ -107,6 +109,7 @@ def max_iterations_tensor(maximum_iterations):
 
 
 def check_cond_result(r):
+    """What `cond` returned, as a bool (eager Python) or a scalar bool tensor; else TypeError."""
     if isinstance(r, (bool, np.bool_)) and current_graph() is None:
         return bool(r)
     r = convert_to_tensor(r)
@@ -148,6 +151,7 @@ def check_loop_var(name, a, b, have_invariants, when):
 
 
 def eager_type(x):
+    """The static type an eager loop value would have while tracing (None for Python data)."""
     if hasattr(x, "_to_flow"):
         return ListType(x.dtype, None)
     if type(x) is Tensor or hasattr(x, "_as_tensor"):

@@ -25,6 +25,7 @@ class TensorList(list):
 
 
 def dims_text(shape):
+    """`[2,?]` for a shape with unknown dims, `<unknown>` for no shape at all."""
     if shape is None:
         return "<unknown>"
     return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
