@@ -78,8 +78,9 @@ def test_python_conversions_of_symbolic_tensors_are_refused():
         if x > 0:
             return x
         return -x
-    with pytest.raises(gc.errors.OperatorNotAllowedInGraphError, match="gc.cond"):
+    with pytest.raises(gc.errors.OperatorNotAllowedInGraphError, match="gc.cond") as info:
         f(gc.constant(1.0))
+    assert "test_tensor.py:" in str(info.value)   # names the user's line
     with pytest.raises(TypeError, match="float"):
         gc.function(lambda x: float(x))(gc.constant(1.0))
 
