@@ -317,6 +317,7 @@ def _while_vjp(gs, outs, ins, cond, body, n_vars, _op=None, _graph=None):
                     for acc, g in zip(gcap, grads[len(diff):])]
         return [i - 1] + grads[:len(diff)] + new_gcap
 
+    _connect_for_outer_tapes(outs, stacks)
     start = bind("loop_stack_size", stacks[0]) - 1
     carried = [gs[k] for k in diff] + [zeros_for(operands[j]) for j in want]
     invariants = [()] + [_invariant(body.inputs[k].type) for k in diff] + \
@@ -329,6 +330,18 @@ def _while_vjp(gs, outs, ins, cond, body, n_vars, _op=None, _graph=None):
     for j, g in zip(want, res[1 + len(diff):]):
         out[n + j] = g
     return out
+
+
+def _connect_for_outer_tapes(outs, stacks):
+    """Tapes that saw the forward loop must also see the backward loop (which reads the
+    saved stacks), so that differentiating it reports the unsupported case instead of
+    silently missing the path through the stacks."""
+    graph = context.current_graph()
+    for tape in autodiff._tapes:
+        if not tape._paused and tape._graph is graph and \
+                any(key(o) in tape._connected for o in outs):
+            tape._connected.update(key(s) for s in stacks)
+            tape._keep.extend(stacks)
 
 
 def _type_of(x):

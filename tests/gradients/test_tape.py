@@ -1,0 +1,171 @@
+"""GradientTape semantics, as in TF: watching, variables, persistence, unconnected sources,
+nested tapes, stop_gradient, output_gradients; eagerly and inside @gc.function."""
+import numpy as np
+import pytest
+
+import graphc as gc
+
+
+def both(fn):
+    """Run `fn` eagerly and compiled; both must give the same numbers."""
+    eager = fn()
+    traced = gc.function(fn)()
+    for a, b in zip(eager, traced):
+        if a is None or b is None:
+            assert a is None and b is None
+        else:
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
+    return eager
+
+
+def test_watch_and_auto_watched_variables():
+    w = gc.Variable([1.0, 2.0])
+    frozen = gc.Variable([3.0, 4.0], trainable=False)
+    x = gc.constant([0.5, -1.0])
+
+    def fn():
+        with gc.GradientTape() as tape:
+            tape.watch(x)
+            y = gc.reduce_sum(w * x * frozen)
+        return tape.gradient(y, [x, w, frozen])
+    gx, gw, gf = both(fn)
+    np.testing.assert_allclose(gx, [3.0, 8.0])
+    np.testing.assert_allclose(gw, [1.5, -4.0])
+    assert gf is None                       # non-trainable variables are not auto-watched
+
+
+def test_watch_accessed_variables_false_and_explicit_watch():
+    w = gc.Variable(3.0)
+    v = gc.Variable(5.0)
+
+    def fn():
+        with gc.GradientTape(watch_accessed_variables=False) as tape:
+            tape.watch(v)
+            y = w * v
+        return tape.gradient(y, [w, v])
+    gw, gv = both(fn)
+    assert gw is None
+    assert float(gv) == 3.0
+    with gc.GradientTape(watch_accessed_variables=False) as tape:
+        tape.watch(v)
+        _ = w * v
+    assert tape.watched_variables() == (v,)
+
+
+def test_unconnected_sources_and_zero_option():
+    x, z = gc.constant(2.0), gc.constant(7.0)
+    with gc.GradientTape(persistent=True) as tape:
+        tape.watch([x, z])
+        y = x * x
+    assert tape.gradient(y, z) is None
+    assert float(tape.gradient(y, z, unconnected_gradients="zero")) == 0.0
+    with pytest.raises(ValueError, match="unconnected_gradients must be 'none' or 'zero'"):
+        tape.gradient(y, z, unconnected_gradients="nan")
+
+
+def test_non_persistent_tape_raises_on_second_gradient():
+    x = gc.constant(3.0)
+
+    def fn():
+        with gc.GradientTape() as tape:
+            tape.watch(x)
+            y = x * x
+        tape.gradient(y, x)
+        tape.gradient(y, x)
+    with pytest.raises(RuntimeError, match="persistent=True"):
+        fn()
+    with pytest.raises(RuntimeError, match="persistent=True"):
+        gc.function(fn)()
+
+
+def test_persistent_tape_gives_several_gradients():
+    def fn():
+        x = gc.constant(3.0)
+        with gc.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            y = x * x
+            z = y * x
+        return tape.gradient(y, x), tape.gradient(z, x), tape.gradient(z, y)
+    gy, gz, gzy = both(fn)
+    assert float(gy) == 6.0 and float(gz) == 27.0 and float(gzy) == 3.0
+
+
+def test_nested_tapes_give_second_derivatives():
+    def fn(x):
+        with gc.GradientTape() as outer:
+            outer.watch(x)
+            with gc.GradientTape() as inner:
+                inner.watch(x)
+                y = gc.sin(x) * x
+            dy = inner.gradient(y, x)
+        d2y = outer.gradient(dy, x)
+        return dy, d2y
+    x = np.array([0.3, 1.7])
+    for run in (fn, gc.function(fn)):
+        dy, d2y = run(gc.constant(x))
+        np.testing.assert_allclose(dy, np.cos(x) * x + np.sin(x), rtol=1e-6)
+        np.testing.assert_allclose(d2y, -np.sin(x) * x + 2 * np.cos(x), rtol=1e-6)
+
+
+def test_stop_gradient_and_output_gradients():
+    x = gc.constant([1.0, 2.0])
+
+    def fn():
+        with gc.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            y = x * gc.stop_gradient(x * x)
+            both_ = [x * 2.0, x * x]
+        g1 = tape.gradient(y, x)
+        g2 = tape.gradient(both_, x, output_gradients=[gc.constant([1.0, 0.0]),
+                                                        gc.constant([0.0, 10.0])])
+        return g1, g2
+    g1, g2 = both(fn)
+    np.testing.assert_allclose(g1, [1.0, 4.0])           # d/dx of x * const(x^2)
+    np.testing.assert_allclose(g2, [2.0, 40.0])
+
+
+def test_nested_sources_keep_their_structure():
+    a, b = gc.constant(1.0), gc.constant(2.0)
+    with gc.GradientTape() as tape:
+        tape.watch([a, b])
+        y = a * b
+    got = tape.gradient(y, {"a": a, "pair": (b, a)})
+    assert set(got) == {"a", "pair"} and isinstance(got["pair"], tuple)
+    assert float(got["a"]) == 2.0 and float(got["pair"][0]) == 1.0
+
+
+def test_int_tensors_are_not_watched_and_have_no_gradient():
+    i = gc.constant(3)
+    with gc.GradientTape() as tape:
+        tape.watch(i)
+        y = gc.cast(i, gc.float32) * 2.0
+    assert tape.gradient(y, i) is None
+
+
+def test_stop_recording_and_reset():
+    x = gc.constant(2.0)
+    with gc.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        with tape.stop_recording():
+            y = x * x
+        z = x * 3.0
+    assert tape.gradient(y, x) is None
+    assert float(tape.gradient(z, x)) == 3.0
+    tape.reset()
+    assert tape.gradient(z, x) is None
+
+
+def test_errors_name_the_problem():
+    x = gc.constant(1.0)
+    with gc.GradientTape() as tape:
+        with pytest.raises(TypeError, match="expected tensors or variables"):
+            tape.watch("x")
+        tape.watch(x)
+        y = x * 2.0
+    with pytest.raises(TypeError, match="sources must be tensors or variables"):
+        tape.gradient(y, [1.0])
+    with gc.GradientTape() as tape:
+        tape.watch(x)
+        y = x * 2.0
+    with pytest.raises(ValueError, match="2 output_gradients for 1 targets"):
+        tape.gradient(y, x, output_gradients=[1.0, 2.0])
