@@ -227,3 +227,21 @@ def test_cast_passes_gradient_and_ints_get_none():
     # the path through int32 carries no gradient; only the direct factor x does
     np.testing.assert_array_equal(tape.gradient(z, x), [1.0, -2.0])
     assert tape.gradient(z, n) is None
+
+
+def test_second_derivative_through_indexing():
+    """The scatter that undoes x[idx] (getitem_grad) is differentiable too."""
+    def fn(x):
+        with gc.GradientTape() as outer:
+            outer.watch(x)
+            with gc.GradientTape() as inner:
+                inner.watch(x)
+                y = gc.reduce_sum(x[[0, 0, 2]] ** 3.0)
+            first = inner.gradient(y, x)
+            total = gc.reduce_sum(first)
+        return first, outer.gradient(total, x)
+    x = np.array([0.5, -1.0, 2.0])
+    for run in (fn, gc.function(fn)):
+        first, second = run(gc.constant(x))
+        np.testing.assert_allclose(first, [6 * 0.25, 0.0, 3 * 4.0])
+        np.testing.assert_allclose(second, [12 * 0.5, 0.0, 6 * 2.0])
