@@ -1,0 +1,12 @@
+"""The AutoGraph runtime: the `ag__` namespace converted code calls into."""
+from .asserts import assert_
+from .calls import call
+from .conditionals import if_exp, if_stmt
+from .lint import TraceTimeSideEffectWarning
+from .logical import and_, not_, or_
+from .loops import LazyRange, for_stmt, while_stmt
+from .undefined import Undefined, UndefinedReturnValue
+
+__all__ = ["assert_", "call", "if_exp", "if_stmt", "and_", "not_", "or_", "for_stmt",
+           "while_stmt", "Undefined", "UndefinedReturnValue", "LazyRange",
+           "TraceTimeSideEffectWarning"]

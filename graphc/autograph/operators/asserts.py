@@ -1,0 +1,39 @@
+"""`assert` on tensors: a graph op that raises InvalidArgumentError when it runs."""
+import numpy as np
+
+from ...errors import InvalidArgumentError
+from ...runtime.dispatch import bind, convert_to_tensor
+from ...runtime.registry import register, IO
+from ...runtime.tensor import Tensor
+from .state import where
+
+
+def _assert_infer(types, message):
+    if types[0].dtype.name != "bool":
+        raise TypeError(f"assert: the condition must be a bool tensor, got {types[0]}; compare "
+                        "it first (e.g. `assert x > 0`)")
+    return []
+
+
+def _assert_impl(condition, message):
+    if not np.all(condition):
+        raise InvalidArgumentError(message)
+
+
+register("assert", _assert_infer, _assert_impl, kind=IO, effectful=True, nondiff=True)
+
+
+def assert_(condition, message=None):
+    """`assert condition, message`: Python's assert on Python values; on a tensor an
+    `assert` op that raises gc.errors.InvalidArgumentError (with `message` and the
+    user's file:line) whenever it runs with a false element."""
+    if type(condition) is not Tensor and not hasattr(condition, "_as_tensor"):
+        if not condition:
+            raise AssertionError(*(() if message is None else (message(),)))
+        return None
+    text = "" if message is None else message()
+    if type(text) is Tensor:
+        text = "<tensor message>" if text.is_symbolic else str(text.numpy())
+    full = f"assertion failed at {where()}" + (f": {text}" if text != "" else "")
+    bind("assert", convert_to_tensor(condition), message=full)
+    return None

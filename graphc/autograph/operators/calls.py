@@ -1,0 +1,91 @@
+"""Function calls in converted code: user functions are converted (once), the rest run as is."""
+import builtins
+import random as _random
+
+from ...runtime import context
+from ...runtime.tensor import Tensor, OPS, is_symbolic
+from . import lint
+from .loops import LazyRange
+
+# static lint sites the converter found: (filename, line) -> kinds ("append", ...)
+LINT_SITES = {}
+
+
+def call(f, *args, **kwargs):
+    """`f(*args, **kwargs)` from converted code."""
+    special = _BUILTINS.get(id(f))
+    if special is not None and special[0] is f:
+        return special[1](*args, **kwargs)
+    if lint.tracing():
+        _lint_call(f, args, kwargs)
+    from ..conversion import converted_callable
+    return converted_callable(f)(*args, **kwargs)
+
+
+def _any_symbolic(args, kwargs):
+    return any(is_symbolic(a) for a in args) or any(is_symbolic(v) for v in kwargs.values())
+
+
+# -- builtins with tensor-aware behaviour ------------------------------------------------
+
+def print_(*args, **kwargs):
+    """Python's print: it runs only while tracing (gc.print runs on every call)."""
+    if lint.tracing() and _any_symbolic(args, kwargs):
+        lint.warn_once("print", "print() of a tensor runs only while tracing and shows a "
+                       "symbolic tensor, not its value; use gc.print(...) to print values on "
+                       "every call")
+    return builtins.print(*args, **kwargs)
+
+
+def range_(*args):
+    """`range(...)`: with a symbolic bound, a lazy range a `for` turns into a counter loop."""
+    if any(is_symbolic(a) for a in args):
+        start, limit, delta = (0, args[0], 1) if len(args) == 1 else \
+            (args[0], args[1], args[2] if len(args) > 2 else 1)
+        return LazyRange(start, limit, delta)
+    return builtins.range(*args)
+
+
+def len_(value):
+    """`len(x)`: the static first dimension, or a scalar tensor when it is only known at run
+    time (a symbolic tensor with unknown first dim, a traced TensorArray)."""
+    if type(value) is Tensor and value.is_symbolic and value.shape and value.shape[0] is None:
+        return OPS["shape"](value)[0]
+    if hasattr(value, "_to_flow") and is_symbolic(value):
+        return value.size()
+    return builtins.len(value)
+
+
+_BUILTINS = {id(f): (f, impl) for f, impl in
+             ((builtins.print, print_), (builtins.range, range_), (builtins.len, len_))}
+
+
+# -- lint of calls that run only at trace time -------------------------------------------
+
+def _lint_call(f, args, kwargs):
+    module = getattr(f, "__module__", None) or ""
+    owner = getattr(f, "__self__", None)
+    name = getattr(f, "__name__", "function")
+    if type(f).__name__ == "ufunc" or module == "numpy" or module.startswith("numpy."):
+        if _any_symbolic(args, kwargs):
+            lint.warn_once("numpy", f"np.{name}() on a tensor runs only while tracing and "
+                           "cannot see the tensor's value; use the graphc op (gc.*) instead")
+        elif module.startswith("numpy.random") or type(owner).__module__.startswith(
+                "numpy.random"):
+            lint.warn_once("numpy", f"np.random.{name}() runs only while tracing: its result "
+                           "is baked into the graph as a constant; use gc.random.* to draw "
+                           "fresh numbers on every call")
+    elif module == "random" or isinstance(owner, _random.Random):
+        lint.warn_once("random", f"random.{name}() runs only while tracing: its result is "
+                       "baked into the graph as a constant; use gc.random.* to draw fresh "
+                       "numbers on every call")
+    elif module == "time":
+        lint.warn_once("time", f"time.{name}() runs only while tracing: its value is baked "
+                       "into the graph as a constant")
+    elif isinstance(owner, list) and name in ("append", "extend", "insert") and \
+            lint.in_tensor_loop():
+        loc = context.user_location()
+        if loc is not None and "append" in LINT_SITES.get(loc, ()):
+            lint.warn_once("append", f"list.{name}() on a Python list from outside a tensor "
+                           "loop runs once while tracing, not once per iteration; use "
+                           "gc.TensorArray (ta = ta.write(i, value)) to collect values")

@@ -1,0 +1,1 @@
+"""Python-code tooling for AutoGraph: parsing, node builders, names and static analysis."""
