@@ -3,7 +3,6 @@ through `python -m graphc`."""
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
