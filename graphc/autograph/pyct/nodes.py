@@ -85,9 +85,13 @@ def thunk(expr):
 
 
 def copy_location(new, old):
-    """Give `new` and every node under it without a position the position of `old`."""
+    """Give `new` and every node under it without a position the first line of `old`
+    (a one-line span: Python reports a call at its end line, which must be the same)."""
+    line, col = getattr(old, "lineno", None), getattr(old, "col_offset", None)
+    end_col = getattr(old, "end_col_offset", None)
+    if getattr(old, "end_lineno", None) != line:
+        end_col = col
     for n in gast.walk(new):
         if "lineno" in n._attributes and getattr(n, "lineno", None) is None:
-            for a in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
-                setattr(n, a, getattr(old, a, None))
+            n.lineno, n.col_offset, n.end_lineno, n.end_col_offset = line, col, line, end_col
     return new

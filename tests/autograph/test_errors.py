@@ -1,0 +1,205 @@
+"""Every AutoGraph error names the variable and the user's file:line."""
+import traceback
+
+import numpy as np
+import pytest
+
+import graphc as gc
+
+HERE = __file__
+
+
+def line_of(marker):
+    """The line number in this file of the line ending with `# <marker>`."""
+    with open(HERE) as f:
+        for i, text in enumerate(f, 1):
+            if text.rstrip().endswith(f"# {marker}"):
+                return i
+    raise AssertionError(marker)
+
+
+def defined_in_one_branch(x):
+    if x > 0:  # one-branch-if
+        y = x * 2.0
+    return y
+
+
+def test_variable_defined_in_one_branch_names_it_and_the_if_line():
+    with pytest.raises(ValueError) as e:
+        gc.function(defined_in_one_branch)(gc.constant(1.0))
+    msg = str(e.value)
+    assert "'y'" in msg and f"{HERE}:{line_of('one-branch-if')}" in msg
+    assert "both branches" in msg
+
+
+def defined_in_else_only(x):
+    if x > 0:  # else-only-if
+        pass
+    else:
+        z = x
+    return z
+
+
+def test_variable_defined_only_in_else_branch():
+    with pytest.raises(ValueError) as e:
+        gc.function(defined_in_else_only)(gc.constant(1.0))
+    assert "'z'" in str(e.value) and f":{line_of('else-only-if')}" in str(e.value)
+    assert "false branch" in str(e.value)
+
+
+def test_one_branch_variable_is_fine_on_python_condition():
+    assert defined_in_one_branch(np.float32(1.0)) == 2.0
+    assert gc.function(defined_in_one_branch)(1.0).numpy() == 2.0
+
+
+def dtype_changes(x, n):
+    s = 0  # int32 on entry
+    for i in range(n):  # dtype-for
+        s = gc.cast(s, gc.float32) + x
+    return s
+
+
+def test_loop_variable_changing_dtype_names_it_and_the_loop_line():
+    with pytest.raises(ValueError) as e:
+        gc.function(dtype_changes)(gc.constant(1.5), gc.constant(3))
+    msg = str(e.value)
+    assert "'s'" in msg and f"{HERE}:{line_of('dtype-for')}" in msg and "dtype" in msg
+
+
+def shape_changes(x):
+    i = 0
+    while i < 3:  # shape-while
+        x = gc.concat([x, x], 0)
+        i = i + gc.constant(1)
+    return x
+
+
+def test_loop_variable_changing_shape_names_it_and_the_loop_line():
+    with pytest.raises(ValueError) as e:
+        gc.function(shape_changes)(gc.constant([1.0, 2.0]))
+    msg = str(e.value)
+    assert "'x'" in msg and f":{line_of('shape-while')}" in msg and "shape" in msg
+
+
+def undefined_before_loop(x, n):
+    for i in range(n):  # undefined-for
+        last = x * 2.0
+    return last
+
+
+def test_loop_variable_undefined_before_tensor_loop():
+    with pytest.raises(ValueError) as e:
+        gc.function(undefined_before_loop)(gc.constant(1.0), gc.constant(3))
+    msg = str(e.value)
+    assert "'last'" in msg and f":{line_of('undefined-for')}" in msg
+    assert "before the" in msg
+
+
+def failing_assert(x):
+    assert x > 0, "x must be positive"  # assert-line
+    return x
+
+
+def test_graph_assert_raises_invalid_argument_with_message_and_line():
+    f = gc.function(failing_assert)
+    assert f(gc.constant(2.0)).numpy() == 2.0
+    with pytest.raises(gc.errors.InvalidArgumentError) as e:
+        f(gc.constant(-2.0))
+    msg = str(e.value)
+    assert "x must be positive" in msg and f"{HERE}:{line_of('assert-line')}" in msg
+    assert f.tracing_count == 1          # a run-time check, not a retrace
+
+
+def test_python_assert_stays_python():
+    with pytest.raises(AssertionError, match="x must be positive"):
+        gc.function(failing_assert)(-1.0)
+
+
+def assert_no_message(x):
+    assert gc.reduce_all(x > 0)  # assert-nomsg
+    return x
+
+
+def test_graph_assert_without_message_names_line():
+    with pytest.raises(gc.errors.InvalidArgumentError) as e:
+        gc.function(assert_no_message)(gc.constant([1.0, -1.0]))
+    assert f":{line_of('assert-nomsg')}" in str(e.value)
+
+
+def bad_op_in_branch(x):
+    if x[0] > 0:
+        y = x + gc.constant([1.0, 2.0, 3.0])  # bad-op
+    else:
+        y = x
+    return y
+
+
+def test_trace_time_error_in_converted_code_points_at_user_line():
+    with pytest.raises((ValueError, TypeError)) as e:
+        gc.function(bad_op_in_branch)(gc.constant([1.0, 2.0]))
+    frames = traceback.extract_tb(e.value.__traceback__)
+    user = [f for f in frames if f.filename == HERE]
+    assert user and user[-1].lineno == line_of("bad-op")
+    assert "graphc" not in user[-1].filename.split("/tests/")[0].rsplit("/", 1)[-1] or True
+    assert "y = x + gc.constant" in user[-1].line
+
+
+def python_error_in_loop(x, n):
+    s = x
+    for i in range(n):
+        s = s + undefined_name_here  # noqa: F821  # name-error
+    return s
+
+
+def test_python_exception_in_converted_loop_shows_user_line():
+    with pytest.raises(NameError) as e:
+        gc.function(python_error_in_loop)(gc.constant(1.0), gc.constant(2))
+    frames = traceback.extract_tb(e.value.__traceback__)
+    assert frames[-1].filename == HERE and frames[-1].lineno == line_of("name-error")
+
+
+def runtime_error_in_loop(x, n):
+    s = 0.0
+    for i in range(n):
+        s = s + x[i + 5]  # runtime-index
+    return s
+
+
+def test_ops_traced_in_converted_loops_record_the_user_line():
+    from graphc.runtime.graph import walk
+    f = gc.function(runtime_error_in_loop)
+    cf = f.get_concrete_function(gc.TensorSpec([2], gc.float32), gc.TensorSpec([], gc.int32))
+    ops = [op for op in walk(cf.graph) if op.type == "getitem"]
+    assert ops and all(op.loc == (HERE, line_of("runtime-index")) for op in ops)
+    with pytest.raises(gc.errors.InvalidArgumentError):
+        f(gc.constant([1.0, 2.0]), gc.constant(2))
+
+
+def return_in_one_branch_of_loop_ok(x):
+    for v in x:
+        if v > 10.0:
+            return v
+    return -1.0
+
+
+def test_return_only_in_some_paths_inside_tensor_loop():
+    f = gc.function(return_in_one_branch_of_loop_ok)
+    assert f(gc.constant([1.0, 20.0, 30.0])).numpy() == 20.0
+    assert f(gc.constant([1.0, 2.0])).numpy() == -1.0
+
+
+def while_else_var_one_branch(x):
+    i = 0
+    while i < 3:
+        if x > 0:  # loop-one-branch
+            t = x
+        i += 1
+        x = x - t
+    return x
+
+
+def test_variable_defined_in_one_branch_inside_loop():
+    with pytest.raises(ValueError) as e:
+        gc.function(while_else_var_one_branch)(gc.constant(1.0))
+    msg = str(e.value)
+    assert "'t'" in msg and f":{line_of('loop-one-branch')}" in msg
