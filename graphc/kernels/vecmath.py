@@ -1,0 +1,137 @@
+"""Vectorizable math for fused numba kernels.
+
+The pip llvmlite has no SVML, so `math.exp`/`math.tanh`/`math.sin` in a numba loop become scalar
+libm calls and the loop is never vectorized. The functions here are range reduction + polynomial
+in plain float arithmetic (the approach of SLEEF, XLA's vector math and Cephes; coefficients are
+our own fits, see `vecmath_fit`), with the few bit-level steps done by LLVM intrinsics
+(`vecmath_bits`) and every special case patched in with `select`, so a loop calling them
+compiles to SIMD code (`<8 x float>` on AVX2).
+
+Use them inside `numba.njit` code: `exp(x)`, `pow(x, y)`... They are generic over float32 and
+float64 (integers are computed in float64, like numpy), accurate to a few ulp over the whole
+range including inf, nan, -0.0 and denormals. The one exception: float64 sin/cos/tan are computed
+for |x| < 2**47 only and return nan beyond (float32 ones cover the whole range). They keep their own fast-math flags
+(only FMA contraction), so a caller's `fastmath=True` cannot fold away their nan/inf handling.
+Called from Python they also work, elementwise on scalars and arrays (slowly: for tests).
+
+`SCALAR_FUNCS` maps the names used in the op registry's scalar templates to these functions.
+"""
+import numba
+import numpy as np
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload
+
+from . import vecmath_bits as _bits
+from .vecmath_explog import make_exp, make_log, make_log1p
+from .vecmath_pow import make_pow
+from .vecmath_special import make_erf, make_sigmoid, make_tanh
+from .vecmath_trig import F64_ACCURATE_BELOW, make_cos, make_sin, make_tan
+from .vecmath_ulp import max_ulp_error, ulp_distance  # noqa: F401 - public helpers
+
+__all__ = ["exp", "log", "log1p", "tanh", "sigmoid", "sin", "cos", "tan", "erf", "pow",
+           "sqrt", "floor", "ceil", "rint", "sign", "abs", "SCALAR_FUNCS", "ulp_distance",
+           "max_ulp_error", "F64_ACCURATE_BELOW"]
+
+_PY_UFUNCS = {}
+
+
+def _float_type(name, *args):
+    """The float type an elementwise call computes in (numpy promotion), or a TypingError."""
+    if not all(isinstance(a, (types.Float, types.Integer, types.Boolean)) for a in args):
+        raise TypingError(f"vecmath.{name}: expected float or integer scalars, got "
+                          f"{', '.join(str(a) for a in args)}; call it on array elements")
+    if all(a == types.float32 for a in args):
+        return types.float32
+    return types.float64
+
+
+def _define(name, factory, nargs, doc, int_impl=None):
+    """A Python function `name` that numba compiles (via overload) to the per-dtype intrinsic;
+    `int_impl` (one-argument functions only) keeps integer arguments integer."""
+    impls = {types.float32: factory(np.float32), types.float64: factory(np.float64)}
+
+    def python_call(*args):
+        if name not in _PY_UFUNCS:
+            sigs = ([f"float32({', '.join(['float32'] * nargs)})",
+                     f"float64({', '.join(['float64'] * nargs)})"])
+            body = (lambda f: (lambda a: f(a)) if nargs == 1 else (lambda a, b: f(a, b)))(
+                globals()[name])
+            _PY_UFUNCS[name] = numba.vectorize(sigs)(body)
+        return _PY_UFUNCS[name](*args)
+
+    if nargs == 1:
+        def fn(x):
+            return python_call(x)
+
+        @overload(fn, inline="always")
+        def _ov1(x):
+            if int_impl is not None and isinstance(x, types.Integer):
+                return int_impl
+            ft = _float_type(name, x)
+            impl = impls[ft]
+            return (lambda x: impl(x)) if x == ft else (lambda x: impl(np.float64(x)))
+    else:
+        def fn(x, y):
+            return python_call(x, y)
+
+        @overload(fn, inline="always")
+        def _ov2(x, y):
+            ft = _float_type(name, x, y)
+            impl = impls[ft]
+            if x == ft and y == ft:
+                return lambda x, y: impl(x, y)
+            return lambda x, y: impl(np.float64(x), np.float64(y))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+exp = _define("exp", make_exp, 1, "e**x (0 below the underflow edge, inf above overflow).")
+log = _define("log", make_log, 1, "Natural log: -inf at +-0, nan for x < 0, inf at inf.")
+log1p = _define("log1p", make_log1p, 1, "log(1 + x), exact for tiny x; -inf at -1.")
+tanh = _define("tanh", make_tanh, 1, "Hyperbolic tangent; saturates to +-1, keeps -0.0.")
+sigmoid = _define("sigmoid", make_sigmoid, 1, "1 / (1 + exp(-x)), precise down to denormals.")
+sin = _define("sin", make_sin, 1, "Sine; nan for inf/nan (float64: nan for |x| >= 2**47).")
+cos = _define("cos", make_cos, 1, "Cosine; nan for inf/nan (float64: nan for |x| >= 2**47).")
+tan = _define("tan", make_tan, 1, "Tangent; nan for inf/nan (float64: nan for |x| >= 2**47).")
+erf = _define("erf", make_erf, 1, "Error function; +-1 beyond the saturation edge.")
+pow = _define("pow", make_pow, 2,  # noqa: A001 - the template name
+              "x**y with the C99 special cases (pow(x, 0) = 1, pow(1, y) = 1, pow(-1, inf) = 1,"
+              " nan for negative x with non-integer y, sign kept for odd integer y).")
+
+
+def _plain(name, bit_op, doc):
+    """Ops LLVM already vectorizes (one instruction), through the same generic front door."""
+    return _define(name, lambda ft: bit_op, 1, doc)
+
+
+sqrt = _plain("sqrt", _bits.sqrt, "Square root (one vsqrtps/vsqrtpd); nan below 0.")
+floor = _plain("floor", _bits.floor, "Round down, keeping the float dtype.")
+ceil = _plain("ceil", _bits.ceil, "Round up, keeping the float dtype.")
+rint = _plain("rint", _bits.rint, "Round half to even (np.rint), keeping the float dtype.")
+
+
+def _make_sign(ft):
+    zero, one = ft(0), ft(1)
+
+    @numba.njit(fastmath={"contract"}, error_model="numpy")
+    def sign_(x):
+        nonpositive = _bits.select(x < zero, -one, _bits.select(x == x, zero, x))  # 0 or nan
+        return _bits.select(x > zero, one, nonpositive)
+    return _bits.inlined(sign_)
+
+
+@numba.njit
+def _sign_int(x):
+    return (x > 0) - (x < 0)
+
+
+sign = _define("sign", _make_sign, 1, "np.sign: -1, 1, zero for zero, nan for nan.",
+               int_impl=lambda x: type(x)(_sign_int(x)))
+abs = _define("abs", lambda ft: _bits.fabs, 1, "|x| (clears a float's sign bit).",  # noqa: A001
+              int_impl=lambda x: x if x >= 0 else -x)
+
+# Template names of the op registry's scalar templates -> functions for generated kernels.
+SCALAR_FUNCS = {f.__name__: f for f in (exp, log, log1p, tanh, sigmoid, sin, cos, tan, erf,
+                                        pow, sqrt, floor, ceil, rint, sign, abs)}

@@ -1,0 +1,209 @@
+"""Accuracy (ulp against a higher-precision reference), special values, vectorization and
+typing errors of graphc.kernels.vecmath."""
+import math
+import re
+import warnings
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from numba.core.errors import TypingError
+
+from graphc.kernels import vecmath as vm
+from graphc.kernels import vecmath_bits as bits
+from graphc.runtime.registry import REGISTRY
+import graphc.runtime.ops  # noqa: F401 - registers the ops
+
+ULP = 4
+UNARY = ["exp", "log", "log1p", "tanh", "sigmoid", "sin", "cos", "tan", "erf"]
+FLOATS = [np.float32, np.float64]
+LD = np.longdouble
+_erf64 = numba.vectorize(["float64(float64)"])(lambda v: math.erf(v))
+
+
+def _ld_sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+# name -> (reference taking and returning float64 / long double arrays)
+REFERENCE = {"exp": np.exp, "log": np.log, "log1p": np.log1p, "tanh": np.tanh,
+             "sigmoid": _ld_sigmoid, "sin": np.sin, "cos": np.cos, "tan": np.tan,
+             "erf": None, "pow": np.power}
+
+
+def expected(name, dtype, *args):
+    """The reference rounded to `dtype`: computed in float64 for float32, in 80-bit long double
+    for float64 (erf: libm's float64 erf, which is within 1 ulp)."""
+    with np.errstate(all="ignore"):
+        if name == "erf":
+            return _erf64(args[0].astype(np.float64)).astype(dtype)
+        wide = np.float64 if dtype is np.float32 else LD
+        return REFERENCE[name](*(a.astype(wide) for a in args)).astype(dtype)
+
+
+_LOOPS = {}
+
+
+def apply(name, *arrays):
+    """Run vm.<name> elementwise in a compiled loop (the way generated kernels call it)."""
+    if name not in _LOOPS:
+        fn = getattr(vm, name)
+        if len(arrays) == 1:
+            @numba.njit(error_model="numpy")
+            def loop(a, out):
+                for i in range(a.size):
+                    out[i] = fn(a[i])
+        else:
+            @numba.njit(error_model="numpy")
+            def loop(a, b, out):
+                for i in range(a.size):
+                    out[i] = fn(a[i], b[i])
+        _LOOPS[name] = loop
+    out = np.empty_like(arrays[0])
+    _LOOPS[name](*arrays, out)
+    return out
+
+
+def edges(dtype):
+    """Specials, denormals, limits and the overflow/underflow edges of exp-like functions."""
+    fi = np.finfo(dtype)
+    tiny_sub = np.array(fi.smallest_subnormal, dtype)
+    base = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, 2.0, fi.max, -fi.max,
+            fi.smallest_normal, -fi.smallest_normal, float(tiny_sub), float(fi.smallest_normal) / 3,
+            np.pi / 2, np.pi, 1e-3, 0.625, 0.875, 4.0, 6.0, 20.0, -20.0]
+    out = [np.array(base, dtype)]
+    for edge in (np.log(float(fi.max)), np.log(float(tiny_sub)), np.log(float(fi.smallest_normal)),
+                 -1.0, 0.625, 0.875, 2.5, 4.0):
+        for sign in (1, -1):
+            centre = np.array(sign * edge, dtype)
+            steps = np.arange(-8, 9)
+            out.append((centre.view(_INT[dtype]) + steps).view(dtype))
+    return np.concatenate(out)
+
+
+_INT = {np.float32: np.int32, np.float64: np.int64}
+
+
+def dense_float32():
+    """About 2.1M float32 bit patterns spread evenly over all of them, plus the edges."""
+    pats = np.arange(0, 2 ** 32, 2039, dtype=np.uint64).astype(np.uint32)
+    return np.concatenate([pats.view(np.float32), edges(np.float32)])
+
+
+def sample_float64(seed=0):
+    """Random float64 bit patterns (every exponent), plus dense ranges where results change."""
+    rng = np.random.default_rng(seed)
+    pats = rng.integers(0, 2 ** 64, 200_000, dtype=np.uint64).view(np.float64)
+    ranges = [rng.uniform(-800, 800, 100_000), rng.uniform(-30, 30, 100_000),
+              rng.uniform(-1, 1, 50_000), rng.uniform(-1e-8, 1e-8, 10_000)]
+    return np.concatenate([pats, *ranges, edges(np.float64)])
+
+
+def assert_close(name, dtype, x, got, want, *more):
+    d = vm.ulp_distance(got, want)
+    bad = d > ULP
+    if bad.any():
+        i = int(np.argmax(d))
+        args = ", ".join(repr(a[i]) for a in (x, *more))
+        raise AssertionError(f"{name}[{dtype.__name__}]({args}) = {got[i]!r}, reference "
+                             f"{want[i]!r}: {int(d[i])} ulp; {int(bad.sum())} of {d.size} "
+                             f"values beyond {ULP} ulp")
+
+
+def _domain(name, dtype, x):
+    """float64 sin/cos/tan are only computed below 2**47 (nan beyond, tested separately)."""
+    if dtype is np.float64 and name in ("sin", "cos", "tan"):
+        return x[~(np.abs(x) >= vm.F64_ACCURATE_BELOW)]
+    return x
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_dense_float32_within_4_ulp(name):
+    x = _domain(name, np.float32, dense_float32())
+    assert_close(name, np.float32, x, apply(name, x), expected(name, np.float32, x))
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_float64_sample_within_4_ulp(name):
+    x = _domain(name, np.float64, sample_float64())
+    assert_close(name, np.float64, x, apply(name, x), expected(name, np.float64, x))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_pow_within_4_ulp(dtype):
+    rng = np.random.default_rng(1)
+    n = 100_000
+    x = np.exp(rng.uniform(-30, 30, n)).astype(dtype)
+    y = rng.uniform(-40, 40, n).astype(dtype)
+    x[:20_000] = 1 + rng.uniform(-1e-3, 1e-3, 20_000)       # |y log x| large near 1
+    y[:20_000] = rng.uniform(-5e4, 5e4, 20_000)
+    x[20_000:30_000] = -np.rint(rng.uniform(0, 50, 10_000))  # negative base, integer powers
+    y[20_000:30_000] = np.rint(rng.uniform(-30, 30, 10_000))
+    assert_close("pow", dtype, x, apply("pow", x, y), expected("pow", dtype, x, y), y)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_pow_special_cases_match_c99(dtype):
+    sp = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 2.5, -2.5, np.inf,
+                   -np.inf, np.nan, np.finfo(dtype).smallest_subnormal, np.finfo(dtype).max],
+                  dtype)
+    x, y = (a.ravel() for a in np.meshgrid(sp, sp))
+    got = apply("pow", x, y)
+    with np.errstate(all="ignore"):
+        want = np.power(x, y)                               # C99 pow semantics
+    assert_close("pow", dtype, x, got, want, y)
+    zero = want == 0
+    assert (np.signbit(got[zero]) == np.signbit(want[zero])).all()
+
+
+# sign of zero results: odd functions keep -0.0
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name,at_minus_zero", [
+    ("exp", 1.0), ("log", -np.inf), ("log1p", -0.0), ("tanh", -0.0), ("sigmoid", 0.5),
+    ("sin", -0.0), ("cos", 1.0), ("tan", -0.0), ("erf", -0.0)])
+def test_signed_zero(name, at_minus_zero, dtype):
+    got = apply(name, np.array([-0.0, 0.0], dtype))
+    assert got[0] == at_minus_zero and np.signbit(got[0]) == np.signbit(at_minus_zero)
+    assert not np.signbit(got[1]) or name == "log"
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_infinities_and_nan(dtype):
+    x = np.array([np.inf, -np.inf, np.nan], dtype)
+    want = {"exp": [np.inf, 0, np.nan], "log": [np.inf, np.nan, np.nan],
+            "log1p": [np.inf, np.nan, np.nan], "tanh": [1, -1, np.nan],
+            "sigmoid": [1, 0, np.nan], "sin": [np.nan] * 3, "cos": [np.nan] * 3,
+            "tan": [np.nan] * 3, "erf": [1, -1, np.nan]}
+    for name, w in want.items():
+        np.testing.assert_array_equal(apply(name, x), np.array(w, dtype), err_msg=name)
+
+
+def test_float64_trig_beyond_accurate_range_is_nan():
+    x = np.array([2.0 ** 47, -1e300, 3e20])
+    for name in ("sin", "cos", "tan"):
+        assert np.isnan(apply(name, x)).all(), name
+    inside = np.array([2.0 ** 46, -1e13])
+    assert_close("sin", np.float64, inside, apply("sin", inside), expected("sin", np.float64,
+                                                                          inside))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(UNARY), st.floats(width=32, allow_nan=True, allow_infinity=True))
+def test_hypothesis_float32(name, v):
+    x = np.array([v], np.float32)
+    assert_close(name, np.float32, x, apply(name, x), expected(name, np.float32, x))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(UNARY), st.floats(allow_nan=True, allow_infinity=True))
+def test_hypothesis_float64(name, v):
+    x = _domain(name, np.float64, np.array([v]))
+    assert_close(name, np.float64, x, apply(name, x), expected(name, np.float64, x))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(FLOATS), st.floats(0, 1e6), st.floats(-60, 60))
+def test_hypothesis_pow(dtype, a, b):
+    x, y = np.array([a], dtype), np.array([b], dtype)
+    assert_close("pow", dtype, x, apply("pow", x, y), expected("pow", dtype, x, y), y)
