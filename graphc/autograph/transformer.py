@@ -113,7 +113,7 @@ def render(node, lints):
         else:
             header.append(text)
     src = ast.unparse(ast.fix_missing_locations(gast.gast_to_ast(node)))
-    src = re.sub(rf"^(\s*)'{_LINT_MARK}(\d+)'$", lambda m: m.group(1) + messages[m.group(2)],
+    src = re.sub(rf"^(\s*){_LINT_MARK}(\d+)$", lambda m: m.group(1) + messages[m.group(2)],
                  src, flags=re.M)
     return "\n".join(header + [src]) + "\n"
 
@@ -123,7 +123,7 @@ def _mark_before(fn, line, mark):
     def visit(stmts):
         for i, s in enumerate(stmts):
             if getattr(s, "lineno", None) == line:
-                stmts.insert(i, gast.Expr(value=n.const(mark)))
+                stmts.insert(i, gast.Expr(value=n.load(mark)))
                 return True
             for field in ("body", "orelse", "finalbody"):
                 if not isinstance(s, gast.ClassDef) and visit(getattr(s, field, None) or []):

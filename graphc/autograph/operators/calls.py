@@ -56,8 +56,25 @@ def len_(value):
     return builtins.len(value)
 
 
+def gc_range_(start, limit=None, delta=1, dtype=None, name="range"):
+    """`gc.range(...)`: while tracing, a lazy range, so `for i in gc.range(n)` counts with
+    a loop counter instead of materializing the whole range tensor first."""
+    from ...runtime.ops.creation import range as gc_range
+    if not lint.tracing():
+        return gc_range(start, limit, delta, dtype=dtype, name=name)
+    if limit is None:
+        start, limit = 0, start
+    return LazyRange(start, limit, delta, dtype)
+
+
+def _gc_range():
+    from ...runtime.ops.creation import range as gc_range
+    return gc_range
+
+
 _BUILTINS = {id(f): (f, impl) for f, impl in
-             ((builtins.print, print_), (builtins.range, range_), (builtins.len, len_))}
+             ((builtins.print, print_), (builtins.range, range_), (builtins.len, len_),
+              (_gc_range(), gc_range_))}
 
 
 # -- lint of calls that run only at trace time -------------------------------------------

@@ -249,3 +249,22 @@ class LazyRange:
         if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self._as_tensor(), name)
+
+    def __iter__(self):
+        return iter(self._as_tensor())
+
+    def __len__(self):
+        return len(self._as_tensor())
+
+
+def _forward(op):
+    def method(self, *args):
+        return getattr(self._as_tensor(), op)(*args)
+    method.__name__ = op
+    return method
+
+
+for _op in ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv",
+            "rfloordiv", "mod", "rmod", "pow", "rpow", "neg", "abs", "lt", "le", "gt", "ge",
+            "eq", "ne", "getitem", "bool", "array"):
+    setattr(LazyRange, f"__{_op}__", _forward(f"__{_op}__"))

@@ -1,0 +1,143 @@
+"""The trace-time side-effect lint: runtime warnings with the user's file:line, and the same
+findings as comments in to_code output."""
+import random
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import graphc as gc
+from graphc.autograph import TraceTimeSideEffectWarning
+
+HERE = __file__
+
+
+def line_of(marker):
+    with open(HERE) as f:
+        for i, text in enumerate(f, 1):
+            if text.rstrip().endswith(f"# {marker}"):
+                return i
+    raise AssertionError(marker)
+
+
+def lint_warnings(fn, *args):
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        gc.function(fn)(*args)
+    return [w for w in rec if issubclass(w.category, TraceTimeSideEffectWarning)]
+
+
+def prints_tensor(x):
+    print("value:", x)  # print-line
+    return x * 2.0
+
+
+def test_print_of_tensor_warns_with_line_and_suggests_gc_print(capsys):
+    ws = lint_warnings(prints_tensor, gc.constant(1.0))
+    assert len(ws) == 1
+    msg = str(ws[0].message)
+    assert f"{HERE}:{line_of('print-line')}" in msg and "gc.print" in msg
+    assert ws[0].filename == HERE and ws[0].lineno == line_of("print-line")
+    assert "value:" in capsys.readouterr().out      # it still prints, once, while tracing
+
+
+def prints_python_value(x):
+    print("tracing with", 3)
+    return x
+
+
+def test_print_of_python_values_does_not_warn():
+    assert lint_warnings(prints_python_value, gc.constant(1.0)) == []
+
+
+def appends_in_loop(x, n):
+    seen = []
+    s = 0.0
+    for i in range(n):
+        seen.append(x[i])  # append-line
+        s = s + x[i]
+    return s
+
+
+def test_append_to_outer_list_in_tensor_loop_warns():
+    ws = lint_warnings(appends_in_loop, gc.constant([1.0, 2.0]), gc.constant(2))
+    assert len(ws) == 1
+    msg = str(ws[0].message)
+    assert f":{line_of('append-line')}" in msg and "TensorArray" in msg
+
+
+def test_append_in_python_loop_does_not_warn():
+    ws = lint_warnings(appends_in_loop, gc.constant([1.0, 2.0]), 2)
+    assert ws == []
+
+
+def numpy_on_tensor(x):
+    y = np.square(x)  # numpy-line
+    return y
+
+
+def test_numpy_call_on_tensor_warns_before_failing():
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        with pytest.raises(TypeError):
+            gc.function(numpy_on_tensor)(gc.constant(2.0))
+    msgs = [str(w.message) for w in rec if issubclass(w.category, TraceTimeSideEffectWarning)]
+    assert len(msgs) == 1 and f":{line_of('numpy-line')}" in msgs[0] and "gc." in msgs[0]
+
+
+def random_and_time(x):
+    r = random.random()  # random-line
+    t = time.time()  # time-line
+    return x + r * 0.0 + (t - t)
+
+
+def test_random_and_time_calls_warn():
+    ws = lint_warnings(random_and_time, gc.constant(1.0))
+    msgs = sorted(str(w.message) for w in ws)
+    assert len(msgs) == 2
+    assert any(f":{line_of('random-line')}" in m and "gc.random" in m for m in msgs)
+    assert any(f":{line_of('time-line')}" in m and "baked" in m for m in msgs)
+
+
+def big_unrolled_loop(x):
+    for i in range(200):  # unroll-line
+        x = x + 1.0
+    return x
+
+
+def small_unrolled_loop(x):
+    for i in range(3):
+        x = x + 1.0
+    return x
+
+
+def test_large_python_range_with_tensor_ops_warns_once():
+    ws = lint_warnings(big_unrolled_loop, gc.constant(0.0))
+    assert len(ws) == 1
+    msg = str(ws[0].message)
+    assert f":{line_of('unroll-line')}" in msg and "gc.range(200)" in msg and "200" in msg
+    assert lint_warnings(small_unrolled_loop, gc.constant(0.0)) == []
+
+
+def test_warnings_are_once_per_line():
+    f = gc.function(prints_tensor)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        f(gc.constant(1.0))
+        f(gc.constant([1.0, 2.0]))          # a second trace
+    assert len([w for w in rec if issubclass(w.category, TraceTimeSideEffectWarning)]) <= 1
+
+
+@pytest.mark.parametrize("fn,marker,needle", [
+    (prints_tensor, "print-line", "gc.print"),
+    (appends_in_loop, "append-line", "TensorArray"),
+    (numpy_on_tensor, "numpy-line", "np.square"),
+    (random_and_time, "random-line", "gc.random"),
+    (big_unrolled_loop, "unroll-line", "gc.range(200)"),
+])
+def test_lint_findings_appear_as_comments_in_to_code(fn, marker, needle):
+    src = gc.autograph.to_code(fn)
+    comments = [ln.strip() for ln in src.splitlines() if ln.strip().startswith("# graphc lint")]
+    assert any(f"(line {line_of(marker)})" in c and needle in c for c in comments), src
+    compile(src, "<to_code>", "exec")
