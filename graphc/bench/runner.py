@@ -127,23 +127,19 @@ def run_workload(workload, sizes, backends, peer_list, min_time, seed=0, out=Non
     for mode, kind, backend in modes:
         case = workload.build(sizes, seed)
         call = _graphc_call(case, backend)
+        check = _checker(workload, mode, case, reference, labels)
         try:
-            t = timing.measure(call, min_time, observe=lambda out: _observe(out, case))
-            got = t.output
+            t = timing.measure(call, min_time, observe=check)   # checked before timing
+        except BenchError:
+            raise
         except Exception as e:  # noqa: BLE001 - reported with the workload and mode
             raise BenchError(f"workload {workload.name!r} failed in mode {mode!r}: "
                              f"{type(e).__name__}: {e}") from e
         if reference is None:
-            reference = got
+            reference = t.output
             result.notes.extend(case.notes)
-            labels = ["result"] * (len(got) - len(case.init)) + [f"variable {k!r}"
-                                                                  for k in case.init]
-        else:
-            problem = disagreement(workload, reference, labels, got, strict_dtype=True)
-            if problem:
-                raise BenchError(f"workload {workload.name!r}: mode {mode!r} disagrees with "
-                                 f"eager: {problem}. This is a graphc bug; please report it "
-                                 "with this message.")
+            labels = ["result"] * (len(reference) - len(case.init)) + [
+                f"variable {k!r}" for k in case.init]
         _add_result(result, workload, mode, kind, t, out)
     for peer in peer_list:
         _run_peer(result, workload, peer, sizes, seed, (reference, labels), min_time, out)
@@ -157,10 +153,19 @@ def _graphc_call(case, backend):
     return lambda: compiled(*case.args)
 
 
-def _observe(output, case):
-    """The first call's outputs plus the variables it updated, copied as numpy arrays."""
-    leaves = [np.array(np.asarray(x)) for x in nest.flatten(output)]
-    return leaves + [np.array(v.numpy()) for v in case.state]
+def _checker(workload, mode, case, reference, labels):
+    """observe(first output): copy it and the updated variables; compare with eager's."""
+    def observe(output):
+        got = [np.array(np.asarray(x)) for x in nest.flatten(output)]
+        got += [np.array(v.numpy()) for v in case.state]
+        if reference is not None:
+            problem = disagreement(workload, reference, labels, got, strict_dtype=True)
+            if problem:
+                raise BenchError(f"workload {workload.name!r}: mode {mode!r} disagrees with "
+                                 f"eager: {problem}. This is a graphc bug; please report it "
+                                 "with this message.")
+        return got
+    return observe
 
 
 def _run_peer(result, workload, peer, sizes, seed, reference, min_time, out):
