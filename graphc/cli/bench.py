@@ -23,10 +23,10 @@ def add_parser(subparsers):
     from ..bench import WORKLOADS
     p = subparsers.add_parser(
         "bench", help="benchmark eager vs compiled graphc on the built-in workloads",
-        description="Run the built-in workloads eagerly and compiled with each available "
-                    "backend (and beside TensorFlow, JAX and hand-written numba kernels "
-                    "when importable); print first-call times, steady-state medians, "
-                    "speedups over eager and GB/s.",
+        description="Run the built-in workloads eagerly and compiled with each available\n"
+                    "backend (beside hand-written numba kernels, and TensorFlow and JAX when\n"
+                    "importable); print first-call times, steady-state medians, speedups\n"
+                    "over eager and GB/s.",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--workload", action="append", default=[], metavar="NAME",
                    help=f"run only this workload (repeatable): {', '.join(WORKLOADS)}")
@@ -105,5 +105,5 @@ def _backends(requested):
         if name not in status:
             raise UsageError(f"unknown backend {name!r}; choose from {', '.join(status)}")
         if status[name]:
-            raise UsageError(f"backend {name!r} is not available here: {status[name]}")
+            raise UsageError(f"--backend {name}: {status[name]}")
     return list(dict.fromkeys(names)) or [n for n, why in status.items() if why is None]
