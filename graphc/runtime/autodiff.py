@@ -10,6 +10,7 @@ into a cond branch or loop body are not recorded one by one: the `cond`/`while` 
 is, and its rule (autodiff_control) differentiates the subgraph.
 """
 from . import context, nest
+from .registry import REGISTRY
 from .tensor import Tensor
 
 _tapes = []  # tapes that are recording, innermost last
@@ -24,10 +25,11 @@ def key(x):
 
 
 class _Record:
-    __slots__ = ("opdef", "inputs", "outputs", "attrs")
+    __slots__ = ("opdef", "inputs", "outputs", "attrs", "needs")
 
-    def __init__(self, opdef, inputs, outputs, attrs):
+    def __init__(self, opdef, inputs, outputs, attrs, needs):
         self.opdef, self.inputs, self.outputs, self.attrs = opdef, inputs, outputs, attrs
+        self.needs = needs   # which inputs lead back to a watched value
 
 
 def record(opdef, inputs, outputs, attrs):
@@ -44,8 +46,9 @@ def record(opdef, inputs, outputs, attrs):
                 tape._watch_variable(var)
         if tape._graph is not graph:
             continue
-        if any(key(x) in tape._connected for x in inputs):
-            tape._records.append(_Record(opdef, inputs, outputs, attrs))
+        needs = tuple(key(x) in tape._connected for x in inputs)
+        if any(needs):
+            tape._records.append(_Record(opdef, inputs, outputs, attrs, needs))
             for o in outputs:
                 tape._connected.add(key(o))
                 tape._keep.append(o)
@@ -130,10 +133,40 @@ class GradientTape:
         flat_sources = nest.flatten(sources)
         for s in flat_sources:
             _check_source(s)
+        graph = context.current_graph()
+        before = {id(op) for op in graph.operations} if graph is not None else None
         with _Paused(self):
             grads = backward(self._records, targets, ogs)
             flat = [_result(grads, s, unconnected_gradients) for s in flat_sources]
+        if graph is not None:
+            _prune_unused(graph, before, flat)
         return nest.pack_as(sources, flat) if nest.is_nest(sources) else flat[0]
+
+
+def _prune_unused(graph, before, results):
+    """Drop the ops gradient() just added whose results nothing uses (e.g. the gradient of
+    a constant operand), so no backend spends time on them."""
+    new_ops = [op for op in graph.operations if id(op) not in before]
+    uses = {}
+
+    def use(v):
+        uses[id(v)] = uses.get(id(v), 0) + 1
+    for op in new_ops:
+        for v in op.inputs:
+            use(v)
+        for _, sub in op.subgraphs():
+            for _, src in sub.captures:
+                use(src)
+    for t in results:
+        if type(t) is Tensor and t._graph is graph:
+            use(t._sym)
+    for op in reversed(new_ops):
+        if REGISTRY[op.type].effectful or op.subgraphs() or \
+                any(uses.get(id(v)) for v in op.outputs):
+            continue
+        graph.operations.remove(op)
+        for v in op.inputs:
+            uses[id(v)] -= 1
 
 
 class _Paused:
@@ -171,9 +204,12 @@ def backward(records, targets, ogs):
         if all(g is None for g in gouts):
             continue
         gouts = [zeros_for(o) if g is None else g for g, o in zip(gouts, rec.outputs)]
-        gins = rec.opdef.vjp(gouts, rec.outputs, rec.inputs, **rec.attrs)
-        for x, g in zip(rec.inputs, gins):
-            if g is not None and _differentiable(x):
+        if getattr(rec.opdef.vjp, "takes_needs", False):   # rules that skip unneeded work
+            gins = rec.opdef.vjp(gouts, rec.outputs, rec.inputs, needs=rec.needs, **rec.attrs)
+        else:
+            gins = rec.opdef.vjp(gouts, rec.outputs, rec.inputs, **rec.attrs)
+        for x, g, need in zip(rec.inputs, gins, rec.needs):
+            if g is not None and need and _differentiable(x):
                 accumulate(grads, x, g)
     return grads
 

@@ -245,3 +245,21 @@ def test_second_derivative_through_indexing():
         first, second = run(gc.constant(x))
         np.testing.assert_allclose(first, [6 * 0.25, 0.0, 3 * 4.0])
         np.testing.assert_allclose(second, [12 * 0.5, 0.0, 6 * 2.0])
+
+
+def test_only_needed_gradients_reach_the_graph():
+    """Gradients toward unwatched inputs (data, constants) are neither computed by matmul's
+    rule nor left behind as dead ops."""
+    w = gc.Variable(np.ones((4, 3)))
+
+    @gc.function
+    def grad(x):
+        with gc.GradientTape() as tape:
+            y = gc.reduce_sum(gc.nn.relu(x @ w))
+        return tape.gradient(y, w)
+    x = data((2, 4))
+    g = grad(gc.constant(x))
+    np.testing.assert_allclose(g, x.T @ ((x @ np.ones((4, 3))) > 0))
+    types = [op.type for op in grad.concrete_functions()[0].graph.operations]
+    assert types.count("matmul") == 2            # forward, and dL/dw only
+    assert types.count("where") == 1             # relu's kink: no gradient for its 0

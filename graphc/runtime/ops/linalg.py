@@ -44,20 +44,25 @@ def _matmul_impl(a, b, transpose_a, transpose_b):
     return np.matmul(a, b)
 
 
-def _matmul_vjp(gs, outs, ins, transpose_a, transpose_b):
-    """Standard matmul gradients per transpose flag, summed over broadcast batch dims."""
+def _matmul_vjp(gs, outs, ins, transpose_a, transpose_b, needs=(True, True)):
+    """Standard matmul gradients per transpose flag, summed over broadcast batch dims;
+    only for the operands that lead to watched values (`needs`)."""
     from ..autodiff import unbroadcast
     g, (a, b) = gs[0], ins
-    if not transpose_a and not transpose_b:
-        da, db = matmul(g, b, transpose_b=True), matmul(a, g, transpose_a=True)
-    elif transpose_a and not transpose_b:
-        da, db = matmul(b, g, transpose_b=True), matmul(a, g)
-    elif not transpose_a:
-        da, db = matmul(g, b), matmul(g, a, transpose_a=True)
-    else:
-        da = matmul(b, g, transpose_a=True, transpose_b=True)
-        db = matmul(g, a, transpose_a=True, transpose_b=True)
-    return [unbroadcast(da, a.shape), unbroadcast(db, b.shape)]
+    ta, tb = transpose_a, transpose_b
+    da = db = None
+    if needs[0]:
+        da = matmul(b, g, transpose_a=tb, transpose_b=True) if ta else \
+            matmul(g, b, transpose_b=not tb)
+        da = unbroadcast(da, a.shape)
+    if needs[1]:
+        db = matmul(g, a, transpose_a=True, transpose_b=ta) if tb else \
+            matmul(a, g, transpose_a=not ta)
+        db = unbroadcast(db, b.shape)
+    return [da, db]
+
+
+_matmul_vjp.takes_needs = True
 
 
 register("matmul", _matmul_infer, run_checked("matmul", _matmul_impl), kind=LINALG,
