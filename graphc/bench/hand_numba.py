@@ -64,12 +64,13 @@ def _layernorm(x, gamma, beta):
 
 @numba.njit(cache=True)
 def _scalar_loop(n):
-    s = np.int32(0)
-    i = np.int32(0)
+    # machine-word integers, as one would write it (equal to int32 while i * i fits)
+    s = 0
+    i = 0
     while i < n:
-        s = np.int32(s + i * i % 7)
-        i = np.int32(i + 1)
-    return s
+        s += i * i % 7
+        i += 1
+    return np.int32(s)
 
 
 @numba.njit(cache=True)
