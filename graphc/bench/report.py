@@ -99,9 +99,10 @@ def write_plot(report, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     done = [w for w in report.workloads if not w.skipped]
-    modes = []
+    modes, peers = [], set()
     for w in done:
         modes.extend(r.mode for r in w.results if r.mode != "eager" and r.mode not in modes)
+        peers.update(r.mode for r in w.results if r.kind == "peer")
     fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(done) + 2), 4.5))
     width = 0.8 / max(1, len(modes))
     for j, mode in enumerate(modes):
@@ -111,7 +112,7 @@ def write_plot(report, path):
             if r is not None:
                 xs.append(i + (j - (len(modes) - 1) / 2) * width)
                 ys.append(r.speedup)
-        ax.bar(xs, ys, width, label=mode)
+        ax.bar(xs, ys, width, label=mode, hatch="//" if mode in peers else None)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_yscale("log")
     ax.set_xticks(range(len(done)))
