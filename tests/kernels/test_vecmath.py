@@ -207,3 +207,139 @@ def test_hypothesis_float64(name, v):
 def test_hypothesis_pow(dtype, a, b):
     x, y = np.array([a], dtype), np.array([b], dtype)
     assert_close("pow", dtype, x, apply("pow", x, y), expected("pow", dtype, x, y), y)
+
+
+# -- vectorization ---------------------------------------------------------------------------
+_LIBM = re.compile(r"call [^@\n]*@(exp|log|log1p|tanh|sin|cos|tan|erf|pow)f?\(")
+
+
+@pytest.mark.parametrize("dtype,vector", [(np.float32, "float"), (np.float64, "double")])
+def test_loops_compile_to_simd_without_libm_calls(dtype, vector):
+    x = np.linspace(-3, 3, 64).astype(dtype)
+    for name in UNARY + ["pow"]:
+        apply(name, *([x] if name != "pow" else [np.abs(x), x]))
+        loop = _LOOPS[name]
+        sig = [s for s in loop.signatures if s[0].dtype == numba.from_dtype(dtype)][0]
+        ir = loop.inspect_llvm(sig)
+        assert re.search(rf"<\d+ x {vector}>", ir), f"{name}[{dtype.__name__}] not vectorized"
+        assert not _LIBM.search(ir), f"{name}[{dtype.__name__}] calls libm"
+
+
+@numba.njit(fastmath=True, error_model="numpy")
+def _fastmath_caller(a, out):
+    for i in range(a.size):
+        out[i] = vm.exp(a[i]) + vm.log(a[i]) + vm.tanh(a[i])
+
+
+def test_fastmath_caller_keeps_nan_and_inf_handling():
+    x = np.array([np.nan, np.inf, 0.0, -1.0], np.float32)
+    out = np.empty_like(x)
+    _fastmath_caller(x, out)
+    assert np.isnan(out[0]) and out[1] == np.inf and out[2] == -np.inf and np.isnan(out[3])
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _cached_chain(x, out):
+    for i in range(x.size):
+        v = x[i]
+        out[i] = vm.tanh(np.float32(0.5) * v) * vm.exp(-v * v) + vm.sin(v) + vm.pow(v, v)
+
+
+def test_cache_true_callers_compile_and_agree():
+    x = np.linspace(0.1, 3, 50).astype(np.float32)
+    out = np.empty_like(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", numba.NumbaWarning)   # e.g. "cannot cache"
+        _cached_chain(x, out)
+    xd = x.astype(np.float64)
+    want = np.tanh(0.5 * xd) * np.exp(-xd * xd) + np.sin(xd) + xd ** xd
+    np.testing.assert_allclose(out, want, rtol=3e-6)
+
+
+# -- the template table ------------------------------------------------------------------------
+def test_scalar_funcs_cover_registry_templates_and_agree_with_numpy_impls():
+    used = set()
+    for op in REGISTRY.values():
+        m = re.fullmatch(r"(\w+)\(\{0\}\)", op.scalar or "")
+        if not m or m.group(1) not in vm.SCALAR_FUNCS:
+            continue
+        used.add(m.group(1))
+        kernel = numba.njit(eval("lambda a: " + op.scalar.format("a"), dict(vm.SCALAR_FUNCS)))
+
+        @numba.njit
+        def run(a, out, kernel=kernel):
+            for i in range(a.size):
+                out[i] = kernel(a[i])
+        for dtype in FLOATS:
+            x = np.concatenate([np.linspace(-5, 5, 101).astype(dtype), edges(dtype)])
+            x = _domain(op.type, dtype, np.abs(x) if op.type in ("log", "sqrt") else x)
+            out = np.empty_like(x)
+            run(x, out)
+            with np.errstate(all="ignore"):
+                want = np.asarray(op.numpy(x)).astype(dtype)
+            assert_close(op.type, dtype, x, out, want)
+    assert {"exp", "log", "log1p", "tanh", "sin", "cos", "erf", "sqrt", "floor", "rint"} <= used
+    assert {"sigmoid", "pow", "tan", "sign", "abs", "ceil"} <= set(vm.SCALAR_FUNCS)
+
+
+@numba.njit
+def _sign_abs(f, i):
+    return vm.sign(f), vm.abs(f), vm.sign(i), vm.abs(i)
+
+
+def test_sign_and_abs_keep_integers_integer_and_match_numpy():
+    for f in (-2.5, -0.0, 0.0, 3.0, np.inf, -np.inf):
+        for i in (-7, 0, 9):
+            sf, af, si, ai = _sign_abs(f, i)
+            assert (sf, af) == (np.sign(f), abs(f)) and not np.signbit(sf) or f < 0
+            assert (si, ai) == (np.sign(i), abs(i)) and isinstance(si, int)
+    assert math.isnan(_sign_abs(np.nan, 1)[0])
+
+
+def test_python_call_runs_elementwise():
+    x = np.array([-1.5, 0.0, 2.0], np.float32)
+    got = vm.sign(x)
+    assert got.dtype == np.float32 and list(got) == [-1.0, 0.0, 1.0]
+
+
+# -- errors ------------------------------------------------------------------------------------
+@numba.njit
+def _exp_of_tuple(t):
+    return vm.exp(t)
+
+
+def test_non_number_argument_is_a_typing_error_naming_the_function():
+    with pytest.raises(TypingError, match=r"vecmath\.exp: expected float or integer scalars"):
+        _exp_of_tuple((1.0, 2.0))
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: bits.select(1.0, 2.0, 3.0), r"vecmath\.select: condition must be a boolean"),
+    (lambda: bits.horner(np.float32(1), (1.0, 2.0)), r"vecmath\.horner: coefficients must be"),
+    (lambda: bits.pick(1.0, (1, 2)), r"vecmath\.pick: table must be a tuple of floats"),
+    (lambda: bits.to_float64(1.0), r"vecmath\.to_float64: expected float32"),
+    (lambda: bits.rint(3), r"vecmath\.rint: expected float32 or float64"),
+])
+def test_intrinsic_misuse_is_a_typing_error(call, message):
+    jitted = numba.njit(call)
+    with pytest.raises(TypingError, match=message):
+        jitted()
+
+
+# -- the ulp helper ----------------------------------------------------------------------------
+def test_ulp_distance():
+    one = np.float32(1)
+    assert vm.ulp_distance(np.nextafter(one, np.float32(2)), one) == 1
+    assert vm.ulp_distance(np.float32(-0.0), np.float32(0.0)) == 0
+    assert vm.ulp_distance(np.float32(np.inf), np.finfo(np.float32).max) == 1
+    assert vm.ulp_distance(np.float64(np.nan), np.float64(np.nan)) == 0
+    assert vm.ulp_distance(np.float64(np.nan), np.float64(1)) >= 2 ** 62
+    tiny = np.float64(5e-324)
+    assert vm.ulp_distance(tiny, -tiny) == 2
+    assert vm.max_ulp_error(np.array([1.0, 2.0]), np.array([1.0, np.nextafter(2.0, 3)])) == \
+        (1, (1,))
+
+
+def test_ulp_distance_rejects_mixed_dtypes_with_the_fix():
+    with pytest.raises(TypeError, match="float32 and float64.*cast the reference"):
+        vm.ulp_distance(np.ones(2, np.float32), np.ones(2))
