@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import array_shapes
 
 import graphc as gc
-from grad_check import check_gradients
+from grad_check import check_gradients, tape_grads
 
 SETTINGS = settings(max_examples=6, deadline=None)
 shapes = array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=3)
@@ -263,3 +263,41 @@ def test_only_needed_gradients_reach_the_graph():
     types = [op.type for op in grad.concrete_functions()[0].graph.operations]
     assert types.count("matmul") == 2            # forward, and dL/dw only
     assert types.count("where") == 1             # relu's kink: no gradient for its 0
+
+
+DYNAMIC = {
+    "reduce_sum": lambda x: gc.reduce_sum(x, axis=0),
+    "reduce_mean": lambda x: gc.reduce_mean(x * x),
+    "reduce_max": lambda x: gc.reduce_max(x, axis=1),
+    "reduce_prod": lambda x: gc.reduce_prod(x, axis=0),
+    "reshape": lambda x: gc.reshape(x, [-1]) * gc.reshape(x, [-1]),
+    "concat": lambda x: gc.concat([x, x * x], 0),
+    "tile": lambda x: gc.tile(x, [2, 1]),
+    "matmul": lambda x: x @ gc.constant(np.ones((3, 2))),
+    "broadcast": lambda x: x * gc.constant(np.arange(3.0)),
+    "getitem": lambda x: x[1:, ::2],
+    "gather": lambda x: gc.gather(x, [0, 0], axis=0),
+    "transpose": lambda x: gc.transpose(x) * gc.transpose(x),
+    "squeeze": lambda x: gc.squeeze(gc.expand_dims(x, 0), 0) ** 2.0,
+    "softmax": lambda x: gc.nn.softmax(x, axis=0),
+    "logsumexp": lambda x: gc.reduce_logsumexp(x, axis=0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DYNAMIC))
+def test_gradients_with_dimensions_known_only_at_run_time(name):
+    fn = DYNAMIC[name]
+
+    @gc.function(input_signature=[gc.TensorSpec([None, 3], gc.float64)])
+    def grad(x):
+        with gc.GradientTape() as tape:
+            tape.watch(x)
+            y = fn(x)
+        return tape.gradient(y, x)
+    for rows in (2, 4):
+        x = data((rows, 3), rows, 0.5, 1.5)
+        check_gradients(fn, [x])                     # eager and static shapes vs differences
+        ones = np.ones(np.shape(fn(gc.constant(x))))
+        eager = tape_grads(fn, [gc.constant(x)], ones)[0]
+        np.testing.assert_allclose(grad(gc.constant(x)), eager, rtol=1e-10)
+    assert grad.tracing_count == 1
