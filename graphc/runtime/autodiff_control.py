@@ -22,8 +22,9 @@ from .types import ListType, TensorType
 # the gradient of a read is the variable's gradient (backward() accumulates it by variable)
 defvjp("read_variable", lambda gs, outs, ins: [gs[0]])
 
-_exports = {}       # id(forward op) -> (op, {id(inner Value): saved value source})
-_backward_ops = set()
+# What a differentiated node saved for its backward pass is kept on its first subgraph
+# (`_grad_saved`); backward loops carry `_grad_backward` on their body. Graph copies made
+# by the optimizer keep both (they copy the graph's attributes).
 
 
 # -- recording cond/while nodes ---------------------------------------------------------
@@ -75,15 +76,15 @@ def _wants_grad(x):
 
 # -- replaying a subgraph under an inner tape ------------------------------------------
 
-_ghosts = set()
+class _GhostValue(Value):
+    """Stands for a list value in a replay; it is only ever a key for gradients."""
+
+    __slots__ = ()
 
 
 def _ghost(value):
-    """A stand-in for a list value in a replay (only ever a key for gradients)."""
-    g = context.current_graph()
-    t = Tensor._symbolic(Value(f"{value.name}_replayed", value.type), g)
-    _ghosts.add(id(t._sym))
-    return t
+    return Tensor._symbolic(_GhostValue(f"{value.name}_replayed", value.type),
+                            context.current_graph())
 
 
 def _replay(graph, env, saved, sources):
@@ -113,7 +114,7 @@ def _replay(graph, env, saved, sources):
 
 def _rebind_control(op, ins):
     """A nested cond/while inside a replayed graph: a fresh copy of it, recorded too."""
-    if any(type(x) is Tensor and id(x._sym) in _ghosts for x in ins):
+    if any(type(x) is Tensor and isinstance(x._sym, _GhostValue) for x in ins):
         raise NotImplementedError(
             f"gradient of a TensorArray passed into a nested {op.type} inside a "
             "differentiated loop or branch is not supported; stack() it into a tensor first")
@@ -168,9 +169,9 @@ def _zero_like_source(x):
 
 def _export_cond(op, g):
     """Make the forward cond also return its branches' effect results (once per node)."""
-    if id(op) in _exports:
-        return _exports[id(op)][1]
     tb, fb = op.attrs["true_branch"], op.attrs["false_branch"]
+    if hasattr(tb, "_grad_saved"):
+        return tb._grad_saved
     saved = {}
     for mine, other in ((tb, fb), (fb, tb)):
         for v in _effect_values(mine):
@@ -182,7 +183,7 @@ def _export_cond(op, g):
             op.outputs.append(out)
             saved[id(v)] = Tensor._symbolic(out, g)
     tb._plan = fb._plan = None
-    _exports[id(op)] = (op, saved)
+    tb._grad_saved = saved
     return saved
 
 
@@ -207,21 +208,11 @@ def _cond_vjp(gs, outs, ins, true_branch, false_branch, _op=None, _graph=None):
             return [zeros_for(s) if gr is None else gr for s, gr in zip(sources, grads)]
         return fn
     res = cond(pred, branch_grads(true_branch), branch_grads(false_branch))
-    _mark_backward(res)
     res = list(res) if isinstance(res, (list, tuple)) else [res]
     out = [None] * len(ins)
     for i, g in zip(want, res):
         out[1 + i] = g
     return out
-
-
-def _mark_backward(results):
-    for t in results if isinstance(results, (list, tuple)) else [results]:
-        if type(t) is Tensor and t._graph is not None:
-            for op in reversed(t._graph.operations):
-                if t._sym in op.outputs:
-                    _backward_ops.add(id(op))
-                    break
 
 
 defvjp("cond", _cond_vjp)
@@ -238,9 +229,9 @@ def _export_while(op, g):
     """Give the forward loop one stack per saved value: each tensor loop variable as it
     enters an iteration, and each effect result of the body. Returns (stacks, saved) where
     `saved` lists (kind, what) per stack: ("var", loop-var index) or ("effect", Value)."""
-    if id(op) in _exports:
-        return _exports[id(op)][1]
     body, cond_g, n = op.attrs["body"], op.attrs["cond"], op.attrs["n_vars"]
+    if hasattr(body, "_grad_saved"):
+        return body._grad_saved
     plan = [("var", k) for k, v in enumerate(body.inputs[:n]) if isinstance(v.type, TensorType)]
     plan += [("effect", v) for v in _effect_values(body)]
     if not plan:   # nothing to save still needs the trip count: count iterations
@@ -266,7 +257,7 @@ def _export_while(op, g):
         stacks.append(Tensor._symbolic(new.outputs[0], g))
     op.attrs["n_vars"] = n + len(stacks)
     body._plan = cond_g._plan = None
-    _exports[id(op)] = (op, (stacks, plan))
+    body._grad_saved = (stacks, plan)
     return stacks, plan
 
 
@@ -279,7 +270,7 @@ def _while_vjp(gs, outs, ins, cond, body, n_vars, _op=None, _graph=None):
     from .control_flow import while_loop
     if _op is None:
         raise NotImplementedError("while gradients need the traced while node")
-    if id(_op) in _backward_ops:
+    if getattr(body, "_grad_backward", False):
         raise NotImplementedError(
             "second derivatives through a while_loop inside a compiled function are not "
             "supported; compute them eagerly, or unroll the loop over a Python range")
@@ -323,13 +314,21 @@ def _while_vjp(gs, outs, ins, cond, body, n_vars, _op=None, _graph=None):
     invariants = [()] + [_invariant(body.inputs[k].type) for k in diff] + \
         [_invariant(_type_of(operands[j])) for j in want]
     res = while_loop(step_cond, step_body, [start] + carried, shape_invariants=invariants)
-    _mark_backward(res)
+    _mark_backward_loop(res[0])
     out = [None] * len(ins)
     for k, g in zip(diff, res[1:1 + len(diff)]):
         out[k] = g
     for j, g in zip(want, res[1 + len(diff):]):
         out[n + j] = g
     return out
+
+
+def _mark_backward_loop(counter):
+    """Flag the loop that produced `counter` (its body graph) as a backward loop."""
+    for op in reversed(counter._graph.operations):
+        if op.type == "while" and counter._sym in op.outputs:
+            op.attrs["body"]._grad_backward = True
+            return
 
 
 def _connect_for_outer_tapes(outs, stacks):
