@@ -10,6 +10,7 @@ loop runs from the last iteration to the first, reading them back.
 """
 import numpy as np
 
+from .. import dtypes as _dt
 from . import autodiff, context
 from .autodiff import GradientTape, key, zeros_for
 from .autodiff_ops import list_op, is_list_value  # also registers the gradient primitives
@@ -161,10 +162,6 @@ def _effect_values(graph):
             for o in op.outputs if isinstance(o.type, TensorType)]
 
 
-def _zero_like_source(x):
-    return zeros_for(x)
-
-
 # -- cond ----------------------------------------------------------------------------------
 
 def _export_cond(op, g):
@@ -239,7 +236,7 @@ def _export_while(op, g):
     stacks = []
     for kind, what in plan:
         t = body.inputs[what].type if kind == "var" else \
-            what.type if kind == "effect" else TensorType(_int32(), ())
+            what.type if kind == "effect" else TensorType(_dt.int32, ())
         new = g.add_op("loop_stack_new", [], dict(dtype=t.dtype, element_shape=t.shape),
                        [ListType(t.dtype, t.shape)], op.loc)
         _insert_before(g, op, new)
@@ -261,11 +258,6 @@ def _export_while(op, g):
     return stacks, plan
 
 
-def _int32():
-    from .. import dtypes
-    return dtypes.int32
-
-
 def _while_vjp(gs, outs, ins, cond, body, n_vars, _op=None, _graph=None):
     from .control_flow import while_loop
     if _op is None:
@@ -281,7 +273,6 @@ def _while_vjp(gs, outs, ins, cond, body, n_vars, _op=None, _graph=None):
     want = [j for j, x in enumerate(operands) if _wants_grad(x)]
     if not diff:
         return [None] * len(ins)
-    int32 = _int32()
 
     def step_cond(i, *_):
         return i >= 0
@@ -354,58 +345,4 @@ def _invariant(t):
 defvjp("while", _while_vjp)
 
 
-# -- TensorArray lists -------------------------------------------------------------------
-# A list's gradient is a list gradient (index -> gradient); see autodiff_ops.
-
-def _concat_list_vjp(gs, outs, ins, element_shape, num_elements):
-    from .tensor import OPS
-    es = element_shape
-    if es is None or None in es:
-        raise NotImplementedError("gradient of TensorArray.concat needs a static element "
-                                  "shape; pass element_shape=... to gc.TensorArray")
-    rows = OPS["reshape"](gs[0], [-1] + list(es))
-    return [list_op("list_grad_from_tensor", rows)]
-
-
-_LIST_VJPS = {
-    # a write replaces element i: the value gets that element's gradient
-    "tensor_list_write": lambda gs, outs, ins: [
-        gs[0], None, list_op("list_grad_read", gs[0], ins[1], ins[2])],
-    "tensor_list_read": lambda gs, outs, ins: [
-        list_op("list_grad_write", list_op("list_grad_new", dtype=outs[0].dtype), ins[1],
-                gs[0]), None],
-    "tensor_list_stack": lambda gs, outs, ins, element_shape, num_elements: [
-        list_op("list_grad_from_tensor", gs[0])],
-    "tensor_list_gather": lambda gs, outs, ins, element_shape: [
-        list_op("list_grad_scatter", ins[1], gs[0]), None],
-    "tensor_list_concat": _concat_list_vjp,
-    "tensor_list_unstack": lambda gs, outs, ins: [
-        None, list_op("list_grad_stack", gs[0], ins[1])],
-}
-for _type, _rule in _LIST_VJPS.items():
-    defvjp(_type, _rule)
-
-
-def _mark_nondiff(type_):
-    from dataclasses import replace
-    REGISTRY[type_] = replace(REGISTRY[type_], nondiff=True)
-
-
-for _type in ("tensor_list_new", "tensor_list_size"):
-    _mark_nondiff(_type)
-
-
-def taped_list_op(apply, type_, inputs, attrs):
-    """An eager TensorArray op while a tape records: lists are copied before a write (so
-    every version stays a distinct value) and the op is recorded like any other."""
-    from .tensor_list import TensorList
-    copied = []
-    for x in inputs:
-        if isinstance(x, TensorList) and type_ in ("tensor_list_write", "tensor_list_unstack"):
-            y = TensorList(x)
-            y.dtype, y.element_shape, y.dynamic_size = x.dtype, x.element_shape, x.dynamic_size
-            x = y
-        copied.append(x)
-    out = apply(type_, *copied, **attrs)
-    autodiff.record(REGISTRY[type_], list(inputs), [out], attrs)
-    return out
+from . import autodiff_lists  # noqa: E402,F401  (the TensorArray rules)
