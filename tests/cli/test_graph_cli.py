@@ -30,6 +30,13 @@ NOT_A_FUNCTION = 3
 '''
 
 
+@pytest.fixture(autouse=True)
+def no_backend_report(monkeypatch):
+    """Keep these tests about the CLI: the numba backend's report is tested on its own and
+    once below; here its hook points at a module that does not exist."""
+    monkeypatch.setattr(graph_cli, "BACKEND_REPORT_HOOK", ("graphc._no_such_backend", "describe"))
+
+
 @pytest.fixture
 def sample(tmp_path):
     path = tmp_path / "sample_mod.py"
@@ -47,7 +54,7 @@ def test_prints_traced_and_optimized_graphs(sample, capsys):
     code, out, err = run_cli(capsys, f"{sample}::chain", "--arg", "float32[4,3]",
                              "--arg", "float32[3]")
     assert code == 0 and err == ""
-    traced, optimized = out.split("\n\n")[:2]
+    traced, optimized = out.rstrip("\n").split("\n\n")[:2]
     assert traced.startswith("// traced graph (6 ops)\ngraph chain(%x: float32[4,3], "
                              "%b: float32[3]) {")
     assert traced.count("exp(") == 2 and "multiply" in traced
@@ -141,6 +148,7 @@ def test_backend_report_hook(monkeypatch, sample, capsys):
     fake = types.ModuleType("graphc.kernels.cpu")
     fake.describe = lambda graph: f"// fusion groups of {graph.name}: 1\n"
     monkeypatch.setitem(sys.modules, "graphc.kernels.cpu", fake)
+    monkeypatch.setattr(graph_cli, "BACKEND_REPORT_HOOK", ("graphc.kernels.cpu", "describe"))
     code, out, _ = run_cli(capsys, f"{sample}::chain", "--arg", "float32[3]", "--arg",
                            "float32[3]")
     assert code == 0 and out.rstrip().endswith("// fusion groups of chain: 1")
@@ -170,3 +178,15 @@ def test_python_dash_m_subprocess(sample):
     assert bad.stderr.strip().splitlines() == [
         "graphc graph: error: bad --arg spec 'float32[2,x]': dimension 'x' must be a "
         "non-negative int, ? or None"]
+
+
+def test_the_real_numba_report_follows_the_optimized_graph(monkeypatch, sample, capsys):
+    cpu = pytest.importorskip("graphc.kernels.cpu")
+    if not hasattr(cpu, "describe"):
+        pytest.skip("the numba backend has no describe() yet")
+    monkeypatch.setattr(graph_cli, "BACKEND_REPORT_HOOK", ("graphc.kernels.cpu", "describe"))
+    code, out, _ = run_cli(capsys, f"{sample}::chain", "--arg", "float32[3]", "--arg",
+                           "float32[3]")
+    sections = out.split("\n\n")
+    assert code == 0 and len(sections) >= 3 and sections[1].startswith("// optimized graph")
+    assert sections[2].strip()
