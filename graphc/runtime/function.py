@@ -48,7 +48,7 @@ class Function:
         else:
             values = args
         if self.input_signature is not None:
-            values = _conform(values, self.input_signature, self._signature.names, self._name)
+            values = _conform(values, self.input_signature, self._signature, self._name)
         leaves = []
         key = tuple([sig.encode(v, leaves) for v in values])
         cf = self._cache.get(key)
@@ -88,7 +88,7 @@ class Function:
                 self._cache[key] = cf
                 return cf
         if self.input_signature is not None:
-            key = tuple(self.input_signature_key)
+            key = tuple(self.input_signature_key) + key[len(self.input_signature):]
         elif self._reduce_retracing:
             for old in reversed(self._keys):
                 common = _generalize_all(old, key)
@@ -158,7 +158,7 @@ class Function:
             args = tuple(self.input_signature)
         values = self._signature.canonicalize(args, kwargs, self._name)
         if self.input_signature is not None:
-            values = _conform(values, self.input_signature, self._signature.names, self._name)
+            values = _conform(values, self.input_signature, self._signature, self._name)
         key = tuple(sig.encode(v, []) for v in values)
         cf = self._cache.get(key)
         if cf is None:
@@ -268,12 +268,19 @@ def _check_input_signature(specs, params):
     return specs
 
 
-def _conform(values, specs, names, fname):
-    """Check (and convert Python data) for a call of a function with an input_signature."""
+def _conform(values, specs, params, fname):
+    """Check (and convert Python data) for a call of a function with an input_signature.
+
+    Parameters past the signature keep their defaults (as in TF); passing them is an error.
+    """
     from .dispatch import constant
-    if len(values) != len(specs):
-        raise TypeError(f"{fname}() has input_signature of {len(specs)} tensors but was called "
-                        f"with {len(values)} arguments")
+    names = params.names
+    extra = values[len(specs):]
+    for p, v in zip(params.params[len(specs):], extra):
+        if p.default is p.empty or v is not p.default:
+            raise TypeError(f"{fname}() has input_signature of {len(specs)} tensors but was called "
+                            f"with {len(specs) + len(extra)} arguments (argument '{p.name}' is "
+                            "not in the input_signature)")
     out = []
     for name, v, spec in zip(names, values, specs):
         if isinstance(v, sig.TensorSpec):
@@ -297,7 +304,7 @@ def _conform(values, specs, names, fname):
             raise ValueError(f"{fname}(): argument '{name}' has shape {list(t.shape)} which "
                              f"does not match input_signature {spec!r}")
         out.append(t)
-    return out
+    return out + list(extra)
 
 
 def _generalize_all(old, key):

@@ -142,7 +142,7 @@ def test_input_signature_errors_name_argument():
         f(np.ones((2, 3), np.float64))
     with pytest.raises(TypeError, match="int32.*float32|float32.*int32"):
         f(gc.constant([[1, 2, 3]]))
-    with pytest.raises(TypeError, match="too many positional arguments"):
+    with pytest.raises(TypeError, match="too many positional arguments|not in the input_signature"):
         f(np.ones((2, 3), np.float32), 1)
     # Python data is converted to the spec's dtype
     np.testing.assert_array_equal(f([[1, 2, 3]]).numpy(), np.array([[1, 2, 3]], np.float32))
@@ -354,3 +354,14 @@ def test_function_wraps_metadata():
     f = gc.function(my_fn)
     assert f.python_function is my_fn and f.__name__ == "my_fn" and f.__doc__ == "doc"
     assert re.match(r"<gc.function my_fn", repr(f))
+
+
+def test_input_signature_leaves_defaulted_parameters_at_their_defaults():
+    spec = gc.TensorSpec([None, None], gc.float32)
+    f = gc.function(gc.matmul, input_signature=[spec, spec])
+    a = np.ones((2, 3), np.float32)
+    np.testing.assert_allclose(f(a, np.ones((3, 4), np.float32)).numpy(), np.full((2, 4), 3.0))
+    f(np.ones((5, 3), np.float32), np.ones((3, 1), np.float32))
+    assert f.tracing_count == 1
+    with pytest.raises(TypeError, match="'transpose_a' is not in the input_signature"):
+        f(a, a, True)
