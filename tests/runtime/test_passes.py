@@ -90,17 +90,37 @@ def test_folding_respects_the_size_cap():
     assert constant_folding.SIZE_LIMIT < 1600
 
 
-def test_folding_never_touches_effects():
+def test_folding_never_touches_effects_and_inlines_a_constant_cond_in_place(capsys):
     def f():
         gc.print("n =", gc.constant(1) + 1)
         r = gc.random.normal([2], mean=gc.constant(0.0) * 2.0)
-        return r, gc.cond(gc.constant(True), lambda: _printing_one(), lambda: gc.constant(2.0))
+        c = gc.cond(gc.constant(True), lambda: _printing_one(), lambda: gc.constant(2.0))
+        gc.print("after")
+        return r, c
     g = graph_of(f)
     out = apply(constant_folding, g)
-    types = [op.type for op in out.operations]
-    assert types.count("print") == 1 and "random_normal" in types and "cond" in types
-    assert "%multiply_0: float32[] = constant() {value=0.}" in str(out)
-    assert "%add_0: int32[] = constant() {value=2}" in str(out)
+    assert str(out) == """\
+graph f() {
+  %constant_0: int32[] = constant() {value=1}
+  %constant_1: int32[] = constant() {value=1}
+  %add_0: int32[] = constant() {value=2}
+  print(%add_0) {end='\\n', output_stream=None, sep=' ', template=('n =', None)}
+  %constant_2: float32[] = constant() {value=0.}
+  %constant_3: float32[] = constant() {value=2.}
+  %multiply_0: float32[] = constant() {value=0.}
+  %constant_4: float32[] = constant() {value=1.}
+  %random_normal_0: float32[2] = random_normal(%multiply_0, %constant_4) {dtype=float32, seed=None, shape=(2,)}
+  %constant_5: bool[] = constant() {value=True}
+  print() {end='\\n', output_stream=None, sep=' ', template=('branch',)}
+  %constant_6: float32[] = constant() {value=1.}
+  print() {end='\\n', output_stream=None, sep=' ', template=('after',)}
+  return %random_normal_0, %constant_6
+}"""
+    assert len({op.name for op in out.operations}) == len(out.operations)
+    run_graph(g, [])
+    expected = capsys.readouterr().out
+    run_graph(out, [])
+    assert capsys.readouterr().out == expected == "n = 2\nbranch\nafter\n"
 
 
 def _printing_one():
@@ -108,16 +128,36 @@ def _printing_one():
     return gc.constant(1.0)
 
 
-def test_folding_evaluates_pure_cond_but_not_while():
+def test_constant_cond_becomes_its_branch_but_while_stays():
     def f():
         c = gc.cond(gc.constant(3) > 2, lambda: gc.constant(10.0), lambda: gc.constant(20.0))
         w = gc.while_loop(lambda i: i < 5, lambda i: i + 1, [gc.constant(0)])[0]
         return c, w
     g = graph_of(f)
     out = apply(constant_folding, g)
-    assert "%cond_0: float32[] = constant() {value=10.}" in str(out)
+    assert "%constant_3: float32[] = constant() {value=10.}" in str(out)
+    assert [v.name for v in out.outputs] == ["constant_3", "while_0"]
     assert [op.type for op in out.operations].count("while") == 1
     same_outputs(g, out, [])
+
+
+@settings(max_examples=20, deadline=None)
+@given(floats((3,)))
+def test_shape_dependent_ifs_specialize_away(x):
+    def f(x):
+        if gc.shape(x)[0] > 2:           # AutoGraph: a cond on a shape known when traced
+            gc.print("big")
+            y = x * 2.0
+            y = gc.cond(y[0] > 0.0, lambda: y + 1.0, lambda: y)
+        else:
+            y = x - 1.0
+        return y
+    g = graph_of(f, spec(3))
+    out = constant_folding.run(shape_specialization.run(g))
+    verify(out)
+    top = [op.type for op in out.operations]
+    assert "print" in top and top.count("cond") == 1 and "subtract" not in str(out)
+    same_outputs(g, out, [x])
 
 
 def test_a_failing_fold_is_left_for_run_time():

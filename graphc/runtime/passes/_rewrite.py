@@ -68,6 +68,23 @@ class Rewriter:
         self.ops = []
         self._subst = {}
         self._producer = {}
+        self._names = dict(graph._names)
+        self._taken = None
+
+    def fresh_name(self, base):
+        """A name no value or op of this graph level uses yet (for ops moved into it)."""
+        if self._taken is None:
+            self._taken = {v.name for v in self.graph.all_inputs}
+            for op in self.graph.operations:
+                self._taken.add(op.name)
+                self._taken.update(v.name for v in op.outputs)
+        while True:
+            n = self._names.get(base, 0)
+            self._names[base] = n + 1
+            name = f"{base}_{n}"
+            if name not in self._taken:
+                self._taken.add(name)
+                return name
 
     def lookup(self, v):
         return self._subst.get(id(v), v)
@@ -135,7 +152,9 @@ class Rewriter:
 
     def finish(self, captures=None):
         outputs = [self.lookup(v) for v in self.graph.outputs]
-        return copy_graph(self.graph, self.ops, outputs, captures)
+        g = copy_graph(self.graph, self.ops, outputs, captures)
+        g._names = self._names
+        return g
 
 
 def _retarget_captures(attrs, inputs):

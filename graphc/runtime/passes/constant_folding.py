@@ -1,4 +1,6 @@
-"""Constant folding: an op whose inputs are all constants becomes a constant.
+"""Constant folding: an op whose inputs are all constants becomes a constant, and a cond
+whose predicate is a constant becomes the branch it takes (its ops, effects included, take
+the cond's place in program order; the other branch never ran anyway).
 
 The value is computed with the op's own numpy rule from the registry, so a folded graph
 gives exactly what the reference interpreter would have computed at run time.
@@ -7,6 +9,7 @@ import numpy as np
 
 from ..registry import REGISTRY
 from ..types import TensorType
+from ..graph import Operation, Value
 from ._rewrite import Rewriter, has_effects, map_subgraphs
 
 # Results with more elements than this stay ops: a big constant bloats the graph text and
@@ -23,7 +26,12 @@ def run(graph):
     for op in graph.operations:
         attrs = map_subgraphs(op, run)
         inputs = [rw.lookup(v) for v in op.inputs]
-        values = fold_values(op, [rw.constant(v) for v in inputs], attrs, SIZE_LIMIT)
+        constants = [rw.constant(v) for v in inputs]
+        if op.type == "cond" and constants[0] is not None:
+            inline_branch(rw, op, attrs["true_branch" if constants[0] else "false_branch"],
+                          inputs)
+            continue
+        values = fold_values(op, constants, attrs, SIZE_LIMIT)
         if values is None:
             rw.keep(op, inputs, attrs)
             continue
@@ -63,3 +71,19 @@ def fold_values(op, constants, attrs, size_limit):
 
 def _fits(shape, static):
     return len(shape) == len(static) and all(s is None or s == d for s, d in zip(static, shape))
+
+
+def inline_branch(rw, op, branch, inputs):
+    """Emit `branch`'s ops in place of cond `op`, renamed to be unique in the outer graph."""
+    feeds = inputs[len(inputs) - len(branch.captures):] if branch.captures else []
+    local = {id(v): f for (v, _), f in zip(branch.captures, feeds)}
+    for inner in branch.operations:
+        name = rw.fresh_name(inner.type)
+        outs = [Value(name if len(inner.outputs) == 1 else f"{name}.{i}", o.type)
+                for i, o in enumerate(inner.outputs)]
+        moved = Operation(inner.type, name, inner.inputs, inner.attrs, outs, inner.loc)
+        rw.keep(moved, [local.get(id(v), v) for v in inner.inputs])
+        for old, new in zip(inner.outputs, outs):
+            local[id(old)] = new
+    for out, result in zip(op.outputs, branch.outputs):
+        rw.replace(out, rw.lookup(local[id(result)]))
