@@ -24,6 +24,12 @@ def key(x):
     return id(x)
 
 
+def eager_tape_recording():
+    """True while an eager GradientTape records: compiled functions then run their
+    (converted) Python eagerly, so the tape sees every op they run."""
+    return any(not t._paused and t._graph is None for t in _tapes) if _tapes else False
+
+
 class _Record:
     __slots__ = ("opdef", "inputs", "outputs", "attrs", "needs")
 

@@ -9,6 +9,7 @@ from ..errors import RetracingWarning
 from . import context, signature as sig
 from .concrete import ConcreteFunction, trace
 from .tensor import Tensor
+from .autodiff import eager_tape_recording
 
 RETRACE_WARN_AFTER = 5
 
@@ -41,7 +42,7 @@ class Function:
 
     # -- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if config._state["run_eagerly"] or context._stack:
+        if config._state["run_eagerly"] or context._stack or eager_tape_recording():
             return self._call_python(args, kwargs)   # inside another trace: inline the body
         if kwargs or len(args) != self._signature.n_simple:
             values = self._signature.canonicalize(args, kwargs, self._name)
