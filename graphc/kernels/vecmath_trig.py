@@ -8,44 +8,86 @@ wrong number (see `vecmath`).
 """
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 from . import vecmath_coeffs as C
-from .vecmath_bits import (binary_exponent, fabs, floor, fma, horner, inlined, mad, pick, pow2i,
-                           rint, select, to_float32, to_float64)
+from .vecmath_bits import (fabs, floor, fma, horner, inlined, mad, rint, select, to_float32,
+                           to_float64)
 from .vecmath_explog import JIT
 
 F64_ACCURATE_BELOW = 2.0 ** 47
 
 
 _PH_FIRST_EXPONENT = 47          # float32 |x| >= 2**47 takes the Payne-Hanek path
-_PH_GROUP = 16                   # exponents per table entry (the rest is a power-of-2 shift)
+# floor(2/pi * 2**256) as four 64-bit words, most significant first
+_WORDS = [(C.TWO_OVER_PI_2_400 >> (144 + 64 * (3 - j))) & (2 ** 64 - 1) for j in range(4)]
 
 
-def _payne_hanek_table():
-    """2**s * 2/pi mod 4 for s = 24, 40, ..., 104 as three float64 chunks each.
+def _ph_codegen(builder, x):
+    """Integer Payne-Hanek for float32 |x| >= 2**47: (quadrant, theta) as float64 values.
 
-    A float32 |x| >= 2**47 is m * 2**s with an integer m < 2**24 and s = 24 + 16a + b
-    (0 <= b < 16), and x*2/pi mod 4 = m * (2**b * table[a] mod 4) mod 4. The chunks have 29,
-    29 and 53 bits (fixed point from 2**1 down to 2**-109), so after the 2**b shift m times each
-    of the first two is still exact in float64; 16 spare bits absorb the shift.
+    |x| = M * 2**s (M < 2**24, 24 <= s <= 104); x*2/pi mod 4 = M * F mod 4 where F holds the
+    bits of 2/pi from 2**(s+1) down. F is cut from the constant words with variable shifts
+    (a 64-bit window from 2**1 to 2**-62 plus the next 32 bits) and multiplied by M with
+    32x32->64 products, giving x*2/pi mod 4 in 62-bit fixed point, good to 2**-62 absolute.
+    Everything stays in 64-bit lanes (int -> float by the 2**52 bit trick) to avoid shuffles.
     """
-    bits, k = C.TWO_OVER_PI_2_400, 400
-    chunks = ([], [], [])
-    for s in range(24, 105, _PH_GROUP):
-        shift = s + 109 - k                       # keep 111 bits: 2**1 .. 2**-109
-        fixed = (bits << shift if shift >= 0 else bits >> -shift) & ((1 << 111) - 1)
-        chunks[0].append(np.float64((fixed >> 82) * 2.0 ** -27))
-        chunks[1].append(np.float64(((fixed >> 53) & ((1 << 29) - 1)) * 2.0 ** -56))
-        chunks[2].append(np.float64((fixed & ((1 << 53) - 1)) * 2.0 ** -109))
-    return tuple(tuple(c) for c in chunks)
+    i64, f64 = ir.IntType(64), ir.DoubleType()
+
+    def c(v):
+        return ir.Constant(i64, v)
+
+    def as_double(bits, offset):               # bits of (2**52 [+ 2**51] + k) minus the offset
+        return builder.fsub(builder.bitcast(bits, f64), ir.Constant(f64, offset))
+    ix = builder.zext(builder.bitcast(x, ir.IntType(32)), i64)
+    m = builder.or_(builder.and_(ix, c(0x7FFFFF)), c(0x800000))
+    s = builder.sub(builder.and_(builder.lshr(ix, c(23)), c(0xFF)), c(150))
+    s = builder.select(builder.icmp_signed("<", s, c(24)), c(24), s)
+    s = builder.select(builder.icmp_signed(">", s, c(104)), c(104), s)
+    t = builder.sub(c(194), s)                 # F * 2**62 = bits [t, t+64) of the words
+    words = [c(w) for w in _WORDS]
+
+    def window(t, q_low):                      # bits [t, t+64); t >> 6 is q_low or q_low + 1
+        first = builder.icmp_unsigned("==", builder.lshr(t, c(6)), c(q_low))
+        lo_word = builder.select(first, words[3 - q_low], words[2 - q_low])
+        hi_word = builder.select(first, words[2 - q_low], words[1 - q_low])
+        o = builder.and_(t, c(63))
+        hi_part = builder.shl(builder.shl(hi_word, c(1)), builder.sub(c(63), o))
+        return builder.or_(builder.lshr(lo_word, o), hi_part)
+    w_hi = window(t, 1)                        # t in [90, 170]
+    w_lo = builder.lshr(window(builder.sub(t, c(64)), 0), c(32))
+    low32 = c(0xFFFFFFFF)
+    prod = builder.shl(builder.mul(m, builder.lshr(w_hi, c(32))), c(32))
+    prod = builder.add(prod, builder.mul(m, builder.and_(w_hi, low32)))
+    prod = builder.add(prod, builder.lshr(builder.mul(m, w_lo), c(32)))
+    n = builder.lshr(builder.add(prod, c(1 << 61)), c(62))             # nearest quadrant
+    r = builder.sub(prod, builder.shl(n, c(62)))                       # in [-2**61, 2**61)
+    r_hi = as_double(builder.add(builder.ashr(r, c(32)), c(0x4338000000000000)), 2.0 ** 52 * 1.5)
+    r_lo = as_double(builder.or_(builder.and_(r, low32), c(0x4330000000000000)), 2.0 ** 52)
+    frac = builder.fadd(builder.fmul(r_hi, ir.Constant(f64, 2.0 ** -30)),
+                        builder.fmul(r_lo, ir.Constant(f64, 2.0 ** -62)))
+    theta = builder.fmul(frac, ir.Constant(f64, np.pi / 2))
+    return as_double(builder.or_(n, c(0x4330000000000000)), 2.0 ** 52), theta
 
 
-_G0, _G1, _G2 = _payne_hanek_table()
+@intrinsic
+def _payne_hanek_f32(typingctx, x):
+    """(quadrant, theta) in float64 for |x| (float32 >= 2**24; other inputs give garbage)."""
+    if x != types.float32:
+        from numba.core.errors import TypingError
+        raise TypingError(f"vecmath._payne_hanek_f32: expected float32, got {x}")
+    ret = types.UniTuple(types.float64, 2)
+
+    def codegen(context, builder, sig, args):
+        return context.make_tuple(builder, ret, _ph_codegen(builder, args[0]))
+    return ret(x), codegen
+
+
 _P1, _P2, _P3 = (np.float64(v) for v in C.PIO2_F64)
-_ZERO, _QUARTER, _ONE, _FOUR, _SIXTEENTH = (np.float64(v) for v in (0, 0.25, 1, 4, 1 / 16))
-_GROUP, _LO_S, _HI_S, _MANT = (np.float64(v) for v in (_PH_GROUP, 24, 104, 23))
-_FIRST = np.float64(_PH_FIRST_EXPONENT)
-_TWO_OVER_PI, _PIO2 = np.float64(2 / np.pi), np.float64(np.pi / 2)
+_ZERO, _QUARTER, _FOUR = (np.float64(v) for v in (0, 0.25, 4))
+_TWO_OVER_PI = np.float64(2 / np.pi)
 
 
 @numba.njit(**JIT)
@@ -65,32 +107,17 @@ def _reduce_f32(x):
     """(quadrant in {0,1,2,3}, theta) with x = quadrant*pi/2 + theta (mod 2pi), |theta| <= pi/4.
 
     Both reductions run for every lane and a select keeps the right one, so the loop has no
-    branch; the Payne-Hanek table is read with selects too (no gather).
+    branch; the Payne-Hanek one is integer arithmetic on the bits (no table gather).
     """
     xd = to_float64(x)
     n, r = _cody_waite_inline(xd)
-    e = to_float64(binary_exponent(x))
-    s = e - _MANT
-    s = select(s > _LO_S, s, _LO_S)
-    s = select(s < _HI_S, s, _HI_S)               # inf/nan: any entry, fixed later
-    a = floor((s - _LO_S) * _SIXTEENTH)
-    shift = pow2i(s - _LO_S - _GROUP * a)
-    m = xd * pow2i(-s)                                    # integer when |x| >= 2**47
-    f0 = pick(a, _G0) * shift
-    f0 = f0 - _FOUR * floor(f0 * _QUARTER)        # exact
-    p0 = m * f0                                           # exact
-    q0 = p0 - _FOUR * rint(p0 * _QUARTER)         # exact, in [-2, 2]
-    p1 = m * (pick(a, _G1) * shift)                       # exact
-    t = q0 + p1                                           # two-sum keeps the low bits
-    b = t - q0
-    err = (q0 - (t - b)) + (p1 - b)
-    nh = rint(t)
-    rh = ((t - nh) + (err + m * (pick(a, _G2) * shift))) * _PIO2
-    big = e >= _FIRST
-    n = select(big, nh, n)
-    r = select(big, rh, r)
-    quadrant = n - _FOUR * floor(n * _QUARTER)
-    return to_float32(quadrant), to_float32(r)
+    n = n - _FOUR * floor(n * _QUARTER)
+    qh, rh = _payne_hanek_f32(x)                  # of |x|: mirror for x < 0
+    neg = x < np.float32(0)
+    qh = select(neg & (qh != _ZERO), _FOUR - qh, qh)
+    rh = select(neg, -rh, rh)
+    big = fabs(x) >= np.float32(2.0 ** _PH_FIRST_EXPONENT)
+    return to_float32(select(big, qh, n)), to_float32(select(big, rh, r))
 
 
 _reduce_f32_inline = inlined(_reduce_f32)
