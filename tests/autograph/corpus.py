@@ -929,3 +929,51 @@ def kwargs_helper(x):
 
 def _kw_only(v, *, scale):
     return v * scale if v > 0 else v
+
+
+class _Base:
+    def transform(self, x):
+        return x + 1.0
+
+
+class _Child(_Base):
+    def transform(self, x):
+        if x > 0:
+            return super().transform(x) * 2.0
+        return super().transform(x)
+
+
+_CHILD = _Child()
+
+
+@case((f32(1.0),), (f32(-5.0),))
+def method_with_super(x):
+    return _CHILD.transform(x)
+
+
+@case((f32(2.0),), (f32(-2.0),))
+def lambdas_in_python_loop(x):
+    fs = [lambda v, i=i: v * i if v > 0 else v - i for i in range(3)]
+    s = x * 0.0
+    for fn in fs:
+        s = s + fn(x)
+    return s
+
+
+@case((V5, i32(5)), (V3, i32(2)))
+def assert_in_loop(x, n):
+    s = 0.0
+    for i in range(n):
+        assert x[i] > -10.0, "value out of range"
+        s = s + x[i]
+    return s
+
+
+@case((V5,), (V3,))
+def while_with_ternary_test(x):
+    i = 0
+    s = 0.0
+    while (x[i] > 0 if i < 2 else False) or i < 1:
+        s = s + x[i]
+        i += 1
+    return s, i

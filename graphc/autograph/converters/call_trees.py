@@ -14,12 +14,29 @@ def is_ag(func):
 
 
 class _Calls(gast.NodeTransformer):
+    def __init__(self):
+        self.first_params = []
+
     def visit_ClassDef(self, node):
+        return node
+
+    def visit_FunctionDef(self, node):
+        a = node.args
+        params = a.posonlyargs + a.args
+        self.first_params.append(params[0].id if params else None)
+        self.generic_visit(node)
+        self.first_params.pop()
         return node
 
     def visit_Call(self, node):
         self.generic_visit(node)
         f = node.func
+        if isinstance(f, gast.Name) and f.id == "super" and not node.args and \
+                self.first_params and self.first_params[-1]:
+            # zero-argument super() reads the calling frame, which becomes a generated
+            # branch or loop function: name its class and instance explicitly
+            node.args = [n.load("__class__"), n.load(self.first_params[-1])]
+            return node
         if is_ag(f) or (isinstance(f, gast.Name) and f.id in _FRAME_SENSITIVE):
             return node
         return n.copy_location(n.call(n.ag("call"), [f] + node.args, node.keywords), node)
