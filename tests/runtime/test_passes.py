@@ -1,58 +1,19 @@
 """Graph passes, each alone: golden text of the rewritten graph, verify(), purity, and the
-numpy interpreter giving the same outputs before and after (hypothesis inputs)."""
+numpy interpreter giving the same outputs before and after (hypothesis inputs).
+
+Constant folding, CSE and DCE here; algebraic simplification and shape specialization in
+test_passes_simplify.py; the whole pipeline in test_passes_pipeline.py."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-from hypothesis.extra import numpy as hnp
+from hypothesis import given, settings
 
 import graphc as gc
 from graphc.runtime.executor import run_graph
 from graphc.runtime.graph import Graph
-from graphc.runtime.passes import (algebraic, constant_folding, cse, dce,
-                                   shape_specialization)
-from graphc.runtime.registry import REGISTRY
+from graphc.runtime.passes import constant_folding, cse, dce, shape_specialization
 from graphc.runtime.types import TensorType
 from graphc.runtime.verify import verify
-
-F32 = gc.float32
-
-
-def apply(pass_module, graph):
-    """Run one pass; check it verified, left its input untouched and kept the signature."""
-    before, ops_before = str(graph), list(graph.operations)
-    out = pass_module.run(graph)
-    verify(out)
-    assert str(graph) == before and graph.operations == ops_before, "pass mutated its input"
-    assert out.inputs == graph.inputs and [v for v, _ in out.captures] is not None
-    return out
-
-
-def same_outputs(g1, g2, args):
-    for a, b in zip(run_graph(g1, list(args)), run_graph(g2, list(args))):
-        assert a.dtype == b.dtype and a.shape == b.shape
-        np.testing.assert_array_equal(a, b)
-
-
-def node(g, type_, *inputs, **attrs):
-    types = REGISTRY[type_].infer([v.type for v in inputs], **attrs)
-    op = g.add_op(type_, list(inputs), attrs, types)
-    return op.outputs[0] if len(op.outputs) == 1 else op.outputs
-
-
-def const(g, value, dtype=np.float32):
-    return node(g, "constant", value=np.array(value, dtype))
-
-
-def graph_of(fn, *specs):
-    return gc.function(fn).get_concrete_function(*specs).graph
-
-
-def floats(shape):
-    return hnp.arrays(np.float32, shape, elements=st.floats(-8, 8, width=32))
-
-
-def spec(*shape, dtype=F32):
-    return gc.TensorSpec(list(shape), dtype)
+from pass_helpers import F32, apply, const, floats, graph_of, node, same_outputs, spec
 
 
 # -- constant folding --------------------------------------------------------------------
@@ -344,138 +305,3 @@ def test_dce_inside_while_body():
     body = next(op for op in out.operations if op.type == "while").attrs["body"]
     assert [op.type for op in body.operations] == ["constant", "add", "add"]
     same_outputs(g, out, [np.array(6, np.int32)])
-
-
-# -- algebraic simplification ------------------------------------------------------------
-
-def test_algebraic_golden_identities():
-    def f(x, y, m):
-        a = x * 1.0 + -0.0           # x*1, x+0
-        b = 1.0 * (-0.0 + a) - 0.0   # 1*x, 0+x, x-0
-        c = -(-(b / 1.0))            # x/1, double negation
-        d = gc.cast(c, F32) * gc.ones([3])
-        t = gc.transpose(gc.transpose(m))
-        return d + y, gc.reshape(t, [2, 3])
-    g = graph_of(f, spec(3), spec(3), spec(2, 3))
-    out = apply(algebraic, g)
-    assert str(out) == """\
-graph f(%x: float32[3], %y: float32[3], %m: float32[2,3]) {
-  %constant_0: float32[] = constant() {value=1.}
-  %constant_1: float32[] = constant() {value=-0.}
-  %constant_2: float32[] = constant() {value=-0.}
-  %constant_3: float32[] = constant() {value=1.}
-  %constant_4: float32[] = constant() {value=0.}
-  %constant_5: float32[] = constant() {value=1.}
-  %negative_0: float32[3] = negative(%x)
-  %constant_6: float32[] = constant() {value=1.}
-  %fill_0: float32[3] = fill(%constant_6) {shape=(3,)}
-  %transpose_0: float32[3,2] = transpose(%m) {perm=(1, 0)}
-  %add_2: float32[3] = add(%x, %y)
-  return %add_2, %m
-}"""
-    args = [np.array([1, -2, 3], np.float32), np.array([4, 5, 6], np.float32),
-            np.arange(6, dtype=np.float32).reshape(2, 3)]
-    same_outputs(g, out, args)
-
-
-def test_algebraic_keeps_what_would_change_dtype_or_shape():
-    def f(x, i):
-        wider = x + gc.zeros([4, 3])          # broadcasts x up: must stay
-        as_float = i / 1                      # int / 1 is float64: must stay
-        not_identities = (0.0 - x) + x * 0.0 + 2.0 / x + x * gc.constant([1.0, 2.0, 1.0])
-        return wider, as_float, not_identities
-    g = graph_of(f, spec(3), spec(3, dtype=gc.int32))
-    out = apply(algebraic, g)
-    assert str(out) == str(g)
-
-
-def test_signed_zeros_decide_whether_adding_zero_is_an_identity():
-    def f(x, i):
-        return x + 0.0, 0.0 + x, x - (-0.0), x + -0.0, x - 0.0, i + 0, 0 - i, i - 0
-    g = graph_of(f, spec(2), spec(2, dtype=gc.int32))
-    out = apply(algebraic, g)
-    assert [v.name for v in out.outputs] == ["add_0", "add_1", "subtract_0", "x", "x", "i",
-                                             "subtract_2", "i"]
-    x = np.array([-0.0, 0.0], np.float32)
-    same_outputs(g, out, [x, np.array([3, -4], np.int32)])
-    assert np.signbit(run_graph(out, [x, np.zeros(2, np.int32)])[0]).tolist() == [False, False]
-
-
-def test_transpose_pairs_merge_into_one():
-    def f(x):
-        return gc.transpose(gc.transpose(x, [1, 2, 0]), [1, 0, 2])
-    g = graph_of(f, spec(2, 3, 4))
-    out = apply(algebraic, g)
-    assert "transpose(%x) {perm=(2, 1, 0)}" in str(out)
-    assert "transpose(%transpose_0)" not in str(out)
-    same_outputs(g, out, [np.arange(24, dtype=np.float32).reshape(2, 3, 4)])
-
-
-@settings(max_examples=25, deadline=None)
-@given(floats((2, 3)), floats((3,)))
-def test_algebraic_keeps_results(x, y):
-    def f(x, y):
-        a = (x * 1.0 + -0.0) / 1.0 - 0.0
-        return -(-a) + gc.transpose(gc.transpose(gc.reshape(y, [1, 3]))) * gc.ones([2, 3])
-    g = graph_of(f, spec(2, 3), spec(3))
-    out = apply(algebraic, g)
-    assert len(dce.run(out).operations) < len(g.operations)
-    same_outputs(g, out, [x, y])
-    np.testing.assert_array_equal(run_graph(out, [x, y])[0],
-                                  f(gc.constant(x), gc.constant(y)).numpy())
-
-
-# -- shape specialization ----------------------------------------------------------------
-
-def test_shape_specialization_golden():
-    def f(x):
-        n = gc.shape(x)
-        r = gc.reshape(x, [n[0], -1])
-        return r * 2.0, gc.reshape(x, n)
-    g = graph_of(f, spec(3, 4))
-    assert "float32[?,?]" in str(g)
-    out = apply(shape_specialization, g)
-    text = str(out)
-    assert "%shape_0: int32[2] = constant() {value=[3, 4]}" in text
-    assert "%reshape_0: float32[3,4] = reshape(%x) {shape=(3, -1)}" in text
-    assert "%multiply_0: float32[3,4] = multiply(%reshape_0, %constant_1)" in text
-    assert "%reshape_1: float32[3,4] = reshape(%x) {shape=(3, 4)}" in text
-    assert "?" not in text
-    x = np.arange(12, dtype=np.float32).reshape(3, 4)
-    same_outputs(g, out, [x])
-
-
-def test_shape_specialization_reaches_into_branches_but_not_loop_vars():
-    def f(x):
-        r = gc.reshape(x, gc.shape(x))                     # float32[?,?] when traced
-        c = gc.cond(x[0, 0] > 0.0, lambda: r * 2.0, lambda: r)
-        w = gc.while_loop(lambda v: gc.reduce_sum(v) < 100.0, lambda v: v * 2.0 + r, [x],
-                          shape_invariants=[[None, 2]])[0]
-        return c, w
-    g = graph_of(f, spec(2, 2))
-    out = apply(shape_specialization, g)
-    cond_op = next(op for op in out.operations if op.type == "cond")
-    assert str(cond_op.outputs[0].type) == "float32[2,2]"
-    assert "captured %reshape_0_0: float32[2,2]" in str(cond_op.attrs["true_branch"])
-    while_op = next(op for op in out.operations if op.type == "while")
-    body = while_op.attrs["body"]
-    assert str(body.inputs[0].type) == "float32[?,2]"
-    assert str(body.captures[0][0].type) == "float32[2,2]"
-    same_outputs(g, out, [np.array([[1, 2], [3, 4]], np.float32)])
-
-
-def test_shape_specialization_leaves_unknown_dims_unknown():
-    g = graph_of(lambda x: gc.reshape(x, gc.shape(x)) + 1.0, spec(None, 3))
-    out = apply(shape_specialization, g)
-    assert str(out) == str(g)
-
-
-def test_shape_specialization_leaves_a_bad_runtime_shape_to_fail_at_run_time():
-    g = Graph("t")
-    x = g.add_input(TensorType(F32, (2, 3)), "x")
-    vec = const(g, [4, 4], np.int32)
-    g.outputs = [node(g, "reshape", x, vec, shape=(None, None))]
-    out = apply(shape_specialization, g)
-    assert out.operations[-1].inputs[1] is vec
-    with pytest.raises(gc.errors.InvalidArgumentError, match="reshape"):
-        run_graph(out, [np.zeros((2, 3), np.float32)])
