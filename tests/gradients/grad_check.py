@@ -1,4 +1,6 @@
 """Finite-difference checks of tape gradients, eagerly and inside @gc.function."""
+import os
+
 import numpy as np
 
 import graphc as gc
@@ -33,11 +35,12 @@ def tape_grads(fn, tensors, weights, extra=()):
     return tape.gradient(out, list(tensors), output_gradients=gc.constant(weights))
 
 
-def check_gradients(fn, arrays, rtol=1e-5, atol=1e-6, seed=0, backend="numpy", extra=()):
+def check_gradients(fn, arrays, rtol=1e-5, atol=1e-6, seed=0, backend=None, extra=()):
     """Compare tape gradients (eager and compiled) with central finite differences.
 
     `extra` arguments follow the differentiated ones; in the compiled run they are graph
-    inputs (so e.g. a loop's trip count is known only at run time).
+    inputs (so e.g. a loop's trip count is known only at run time). The compiled run uses
+    `backend`, else $GRAPHC_GRAD_BACKEND, else "numpy".
     """
     arrays = [np.asarray(a, dtype=np.float64) for a in arrays]
     extra = tuple(gc.constant(e) for e in extra)
@@ -46,6 +49,7 @@ def check_gradients(fn, arrays, rtol=1e-5, atol=1e-6, seed=0, backend="numpy", e
     expected = numeric_grads(fn, arrays, weights, extra)
     eager = tape_grads(fn, [gc.constant(a) for a in arrays], weights, extra)
     n = len(arrays)
+    backend = backend or os.environ.get("GRAPHC_GRAD_BACKEND", "numpy")
     traced_fn = gc.function(lambda *xs: tape_grads(fn, xs[:n], weights, xs[n:]),
                             backend=backend)
     traced = traced_fn(*[gc.constant(a) for a in arrays], *extra)

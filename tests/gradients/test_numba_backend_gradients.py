@@ -1,5 +1,7 @@
 """The same gradient checks compiled for the numba backend (forward and backward fused
 into one graph): elementwise chains, reductions, matmul, cond, while and TensorArray loops."""
+import os
+
 import numpy as np
 import pytest
 
@@ -9,12 +11,24 @@ from grad_check import check_gradients
 X = np.array([0.3, -1.2, 0.7])
 
 
-@pytest.fixture(autouse=True)
-def needs_numba():
+@pytest.fixture(autouse=True, scope="module")
+def fused_kernels_even_for_small_shapes(tmp_path_factory):
+    """Force the numba backend to compile its fused kernels (it would otherwise run tiny
+    test shapes with numpy), with a kernel cache private to this module."""
     try:
         gc.function(lambda x: x + 1, backend="numba")(gc.constant(1.0))
     except ValueError as e:
         pytest.skip(f"numba backend unavailable: {e}")
+    keys = ("GRAPHC_CACHE_DIR", "GRAPHC_NUMBA_MIN_SIZE", "GRAPHC_KERNEL_CHOICE")
+    saved = {k: os.environ.get(k) for k in keys}
+    os.environ.update(GRAPHC_CACHE_DIR=str(tmp_path_factory.mktemp("kernels")),
+                      GRAPHC_NUMBA_MIN_SIZE="0", GRAPHC_KERNEL_CHOICE="kernel")
+    yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 CASES = {
