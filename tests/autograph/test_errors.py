@@ -203,3 +203,33 @@ def test_variable_defined_in_one_branch_inside_loop():
         gc.function(while_else_var_one_branch)(gc.constant(1.0))
     msg = str(e.value)
     assert "'t'" in msg and f":{line_of('loop-one-branch')}" in msg
+
+
+def string_in_tensor_branch(x):
+    if x > 0:  # string-if
+        mode = "up"
+    else:
+        mode = "down"
+    return x, mode
+
+
+def test_non_tensor_branch_output_names_variable_and_line():
+    with pytest.raises(TypeError) as e:
+        gc.function(string_in_tensor_branch)(gc.constant(1.0))
+    msg = str(e.value)
+    assert "'mode'" in msg and f":{line_of('string-if')}" in msg and "str" in msg
+
+
+def object_loop_var(x, n):
+    label = "start"
+    for i in range(n):  # object-loop
+        label = "step"
+        x = x + 1.0
+    return x, label
+
+
+def test_non_tensor_loop_variable_names_variable_and_line():
+    with pytest.raises(TypeError) as e:
+        gc.function(object_loop_var)(gc.constant(1.0), gc.constant(2))
+    msg = str(e.value)
+    assert "'label'" in msg and f":{line_of('object-loop')}" in msg

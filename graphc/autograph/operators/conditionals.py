@@ -1,7 +1,8 @@
 """`if` statements and `a if c else b`: Python branching on Python values, `cond` on tensors."""
 from ...runtime import control_flow, nest
 from ...runtime.tensor import is_symbolic
-from .state import as_result, as_tuple, flat_names, where, zeros_like_type
+from .state import (as_result, as_tuple, check_carried, flat_names, where,
+                    zeros_like_type)
 from .undefined import Undefined
 
 
@@ -34,7 +35,7 @@ def _graph_if(cond, true_fn, false_fn, names, args, loc):
     for _ in range(3):
         seen = {}
         try:
-            out = _trace_cond(cond, true_fn, false_fn, names, args, plan, seen)
+            out = _trace_cond(cond, true_fn, false_fn, names, args, plan, seen, loc)
         except _Retry:
             _plan_undefined(names, seen, plan, loc)
             continue
@@ -43,7 +44,7 @@ def _graph_if(cond, true_fn, false_fn, names, args, loc):
     raise AssertionError("if_stmt: undefined outputs could not be resolved")  # not reachable
 
 
-def _trace_cond(cond, true_fn, false_fn, names, args, plan, seen):
+def _trace_cond(cond, true_fn, false_fn, names, args, plan, seen, loc):
     n = len(names)
     kept = [k for k in range(n) if k not in plan["drop"]]
     leaf_names = []
@@ -63,6 +64,8 @@ def _trace_cond(cond, true_fn, false_fn, names, args, plan, seen):
                                                                            Undefined):
                         like = seen["true"][k]
                     v = zeros_like_type(like) if like is not None and v.fillable else None
+                else:
+                    check_carried(v, names[k], "if", loc, allow_none=True)
                 result.append(v)
             if side == "true":
                 leaf_names[:] = flat_names([names[k] for k in kept], result)

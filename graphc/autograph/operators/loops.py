@@ -8,7 +8,7 @@ from ...runtime.graph import Graph
 from ...runtime.tensor import Tensor, OPS, is_symbolic
 from . import lint
 from .conditionals import if_stmt
-from .state import as_result, as_tuple, flat_names, where, zeros_like_type
+from .state import as_result, as_tuple, check_carried, flat_names, where, zeros_like_type
 from .undefined import Undefined
 
 
@@ -180,9 +180,12 @@ def _graph_loop(test, body, names, state, loc, kind):
             if isinstance(out[k], Undefined):
                 raise ValueError(f"loop variable '{names[k]}' of the `{kind}` at {loc} is no "
                                  "longer defined after an iteration")
+            check_carried(out[k], names[k], kind, loc)
         return pick(out)
 
     kept_state = pick(state)
+    for k in keep:
+        check_carried(state[k], names[k], kind, loc)
     flat = flat_names([names[k] for k in keep], kept_state)
     with lint.in_graph_loop():
         res = control_flow.while_loop(cond_fn, body_fn, kept_state, _names=flat)

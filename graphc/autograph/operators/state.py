@@ -55,5 +55,22 @@ def zeros_like_type(like):
     return nest.pack_as(like, leaves) if nest.is_nest(like) else leaves[0]
 
 
+def check_carried(value, name, statement, loc, allow_none=False):
+    """A value carried through a tensor `if`/loop must be tensor data; say which is not."""
+    import numbers
+    import numpy as np
+    for leaf in nest.flatten(value):
+        if leaf is None and allow_none:
+            continue
+        if type(leaf) is Tensor or hasattr(leaf, "_to_flow") or hasattr(leaf, "_as_tensor") \
+                or isinstance(leaf, (numbers.Number, np.ndarray, np.generic)):
+            continue
+        raise TypeError(
+            f"'{name}' holds {type(leaf).__name__} {leaf!r}, which cannot flow through the "
+            f"tensor `{statement}` at {loc}: variables a tensor `{statement}` assigns must be "
+            "tensors, numbers or lists/tuples/dicts of them. Give it one value before the "
+            f"`{statement}` and do not reassign it inside, or make it a tensor.")
+
+
 def undefined_names(values, names):
     return [n for v, n in zip(values, names) if isinstance(v, Undefined)]
