@@ -25,7 +25,14 @@ def has_effects(op):
     whose subgraphs contain such an op: these are never removed, merged or reordered."""
     if REGISTRY[op.type].effectful:
         return True
+    if not has_subgraphs(op):
+        return False
     return any(REGISTRY[inner.type].effectful for _, sub in op.subgraphs() for inner in walk(sub))
+
+
+def has_subgraphs(op):
+    """Cheaper than `op.subgraphs()` when only asking whether there are any."""
+    return any(type(v) is Graph for v in op.attrs.values())
 
 
 def is_stateful(op):
@@ -113,6 +120,8 @@ class Rewriter:
             arr = self.constant(op.inputs[0])
             if arr is None:
                 return None
+        if arr.size == 1:
+            return arr.flat[0]
         if arr.size == 0 or arr.size > _MAX_SCANNED_CONSTANT:
             return None
         first = arr.flat[0]
@@ -173,9 +182,9 @@ def _retarget_captures(attrs, inputs):
 
 def map_subgraphs(op, fn):
     """op.attrs with every subgraph replaced by fn(subgraph); op.attrs itself if none changed."""
-    subs = op.subgraphs()
-    if not subs:
+    if not has_subgraphs(op):
         return op.attrs
+    subs = op.subgraphs()
     new = {k: fn(sub) for k, sub in subs}
     if all(new[k] is sub for k, sub in subs):
         return op.attrs

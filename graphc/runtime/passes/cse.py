@@ -7,7 +7,7 @@ a variable around an assign see different values.
 import numpy as np
 
 from ..graph import Graph
-from ._rewrite import Rewriter, is_stateful, map_subgraphs
+from ._rewrite import Rewriter, has_subgraphs, is_stateful, map_subgraphs
 
 # Hashing a constant costs a copy of its bytes; huge constants are left alone.
 _MAX_KEYED_CONSTANT = 1 << 16
@@ -34,7 +34,7 @@ def run(graph):
 
 def _key(op, inputs, attrs):
     """A hashable identity of what the op computes, or None when it must not merge."""
-    if not op.outputs or op.subgraphs() or is_stateful(op):
+    if not op.outputs or has_subgraphs(op) or is_stateful(op):
         return None
     try:
         items = tuple((k, attr_key(v)) for k, v in sorted(attrs.items()))

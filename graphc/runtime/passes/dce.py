@@ -6,7 +6,7 @@ outputs at all (they exist only for what they do). Inside cond/while bodies the 
 applies; captures a body no longer uses are then removed from the op too, so the outer
 ops that only fed them die as well.
 """
-from ._rewrite import copy_graph, has_effects
+from ._rewrite import copy_graph, has_effects, has_subgraphs
 from ..graph import Operation
 
 _CONTROL = {"cond", "while"}
@@ -19,7 +19,7 @@ def run(graph):
     for op in reversed(graph.operations):
         if not (_must_keep(op) or any(id(v) in live for v in op.outputs)):
             continue
-        if op.subgraphs():
+        if has_subgraphs(op):
             op = _clean_control(op)
         live.update(id(v) for v in op.inputs)
         kept.append(op)

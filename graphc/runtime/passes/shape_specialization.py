@@ -12,7 +12,7 @@ import numpy as np
 
 from ..graph import Value
 from ..types import TensorType
-from ._rewrite import Rewriter
+from ._rewrite import Rewriter, has_subgraphs
 from .constant_folding import fold_values
 
 # Ops with a static `shape` template attr plus an optional 1-D shape-vector input.
@@ -85,9 +85,9 @@ def _infers(op, inputs, attrs):
 
 def _specialize_subgraphs(op, inputs):
     """Specialize each subgraph, handing it the sharper types of the values it captures."""
-    subs = op.subgraphs()
-    if not subs:
+    if not has_subgraphs(op):
         return op.attrs
+    subs = op.subgraphs()
     attrs = dict(op.attrs)
     for k, sub in subs:
         feeds = inputs[len(inputs) - len(sub.captures):] if sub.captures else []
