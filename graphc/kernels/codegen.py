@@ -20,6 +20,9 @@ import numpy as np
 from ..runtime.registry import REGISTRY
 from .fusion import REDUCTIONS
 
+# ops worth keeping in a row buffer rather than recomputing in a later pass
+EXPENSIVE = {"exp", "log", "log1p", "tanh", "sin", "cos", "tan", "erf", "pow", "sqrt",
+             "rsqrt"}
 FASTMATH = {"reassoc", "contract", "nsz"}   # never nnan/ninf: NaN and inf keep their meaning
 
 
@@ -194,8 +197,8 @@ class _Body:
         return f"{self.names[id(v)]} = {statement(op, [self._ref(i) for i in op.inputs])}" \
                f"  # {op.type} {where(op)}"
 
-    def _full_chain(self, sinks):
-        """Input loads and full-level statements needed to compute `sinks`, in order."""
+    def _closure(self, sinks, stop=()):
+        """ids of the full-level values needed for `sinks` (not looking past `stop`)."""
         need, stack = set(), list(sinks)
         while stack:
             v = stack.pop()
@@ -203,11 +206,48 @@ class _Body:
                 continue
             need.add(id(v))
             op = self.producer.get(id(v))
-            if op is not None:
+            if op is not None and id(v) not in stop:
                 stack.extend(op.inputs)
+        return need
+
+    def _plan_buffers(self):
+        """Expensive full-level values needed by several passes over a row are computed
+        once into a row buffer (softmax's exp(x - max) is then not evaluated twice)."""
+        self.buffered = set()
+        if len(self.A) != 1:
+            return
+        sinks = [[op.inputs[0]] for op in self.g.ops if op.type in REDUCTIONS]
+        sinks.append([v for v in self.g.outputs if id(v) in self.producer and
+                      self._is_full_output(v)])
+        seen = {}
+        for stage in sinks:
+            for vid in self._closure(stage):
+                seen[vid] = seen.get(vid, 0) + 1
+        for vid, count in seen.items():
+            op = self.producer.get(vid)
+            if count > 1 and op is not None and op.type in EXPENSIVE:
+                self.buffered.add(vid)
+
+    def _full_chain(self, sinks):
+        """Input loads and full-level statements needed to compute `sinks`, in order."""
+        ready = self.in_buffer
+        need = self._closure(sinks, stop=ready)
         loads = [f"x{self.in_index[id(v)]} = {self._load(self.in_index[id(v)])}"
                  for v in self.g.inputs if id(v) in need]
-        stmts = [self._stmt(op) for op in self.g.ops if id(op.outputs[0]) in need]
+        a = self.A[0] if self.A else None
+        stmts = []
+        for op in self.g.ops:
+            vid = id(op.outputs[0])
+            if vid not in need:
+                continue
+            name = self.names[vid]
+            if vid in ready:
+                stmts.append(f"{name} = buf_{name}[i{a}]  # {op.type} computed in an earlier pass")
+                continue
+            stmts.append(self._stmt(op))
+            if vid in self.buffered:
+                stmts.append(f"buf_{name}[i{a}] = {name}")
+        self.in_buffer |= need & self.buffered
         return loads + stmts
 
     def _inner(self, body, pad):
@@ -228,6 +268,8 @@ class _Body:
 
     def lines(self):
         g, out = self.g, []
+        self._plan_buffers()
+        self.in_buffer = set()
         for k, v in enumerate(g.inputs):
             if self.level[id(v)] == "const":
                 out.append(f"x{k} = {self._load(k)}")
@@ -240,6 +282,11 @@ class _Body:
         for k, v in enumerate(g.inputs):
             if self.level[id(v)] == "outer":
                 out.append(sp + f"x{k} = {self._load(k)}")
+        for op in g.ops:
+            if id(op.outputs[0]) in self.buffered:
+                name = self.names[id(op.outputs[0])]
+                out.append(sp + f"buf_{name} = np.empty(d{self.A[0]}, "
+                                f"{np_name(op.outputs[0].type.dtype)})  # row buffer")
         full_outs = []
         for op in g.ops:
             v = op.outputs[0]
