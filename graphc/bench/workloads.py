@@ -5,6 +5,9 @@ arguments and any variables it updates. The runner calls `case.fn` eagerly and w
 same function in `gc.function(..., backend=...)` for the compiled modes, so every mode
 runs exactly this code.
 """
+import importlib.util
+import os
+import sys
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -92,19 +95,25 @@ def _build_layernorm(sizes, seed):
                       _uniform(rng, cols, 0.5, 1.5), _uniform(rng, cols, -0.5, 0.5))
 
 
+def _load_as_user_module(filename, module_name):
+    """Import a file of this package as a top-level module (see user_loops.py: why)."""
+    if module_name not in sys.modules:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), filename)
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[module_name]
+
+
+user_loops = _load_as_user_module("user_loops.py", "graphc_bench_user_loops")
+scalar_loop = user_loops.scalar_loop
+branchy_loop = user_loops.branchy_loop
+
+
 # -- scalar while loop ------------------------------------------------------------------------
-def scalar_loop(n):
-    """`s += i * i % 7` for i below n, on int32 scalars (AutoGraph form)."""
-    s = gc.constant(0)
-    i = gc.constant(0)
-    while i < n:
-        s += i * i % 7
-        i += 1
-    return s
-
-
 def scalar_loop_functional(n):
-    """The same loop as `scalar_loop`, written with gc.while_loop (no AutoGraph needed)."""
+    """`user_loops.scalar_loop` written with gc.while_loop (no AutoGraph needed)."""
     s, _ = gc.while_loop(lambda s, i: i < n, lambda s, i: (s + i * i % 7, i + 1),
                          (gc.constant(0), gc.constant(0)))
     return s
@@ -117,19 +126,8 @@ def _build_scalar_loop(sizes, seed):
 
 
 # -- branchy loop over a tensor ---------------------------------------------------------------
-def branchy_loop(x):
-    """A data-dependent branch per element, inside `for i in gc.range(n)` (AutoGraph form)."""
-    acc = gc.constant(0.0)
-    for i in gc.range(gc.size(x)):
-        if x[i] > 0:
-            acc += x[i] ** 2
-        else:
-            acc -= x[i]
-    return acc
-
-
 def branchy_loop_functional(x):
-    """The same loop as `branchy_loop`, written with gc.while_loop and gc.cond."""
+    """`user_loops.branchy_loop` written with gc.while_loop and gc.cond."""
     n = gc.size(x)
 
     def body(i, acc):
