@@ -200,6 +200,8 @@ def backward(records, targets, ogs):
     grads = {}
     for t, g in zip(targets, ogs):
         t = convert_to_tensor(t) if type(t) is not Tensor else t
+        if not _differentiable(t):
+            continue          # an integer target has no gradient (as in TF)
         if g is None:
             g = ops["ones_like"](t)
         elif not _is_list(g):

@@ -193,3 +193,14 @@ def test_eager_tape_sees_inside_compiled_calls():
         with tape.stop_recording():
             f(x, gc.constant(2))
     assert f.tracing_count == 1
+
+
+def test_integer_targets_and_a_source_as_its_own_target():
+    x = gc.constant([1.0, 2.0])
+    with gc.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        n = gc.cast(x, gc.int32) * 2
+        y = x * 3.0
+    assert tape.gradient(n, x) is None
+    np.testing.assert_array_equal(tape.gradient([n, y], x), [3.0, 3.0])
+    np.testing.assert_array_equal(tape.gradient(x, x), [1.0, 1.0])
