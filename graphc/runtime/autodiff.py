@@ -285,8 +285,7 @@ def unbroadcast(g, shape):
     for i, d in enumerate(shape):
         if d == 1 and gshape[lead + i] != 1:
             axes.append(lead + i)
-    if axes:
-        g = ops["reduce_sum"](g, axis=axes, keepdims=True)
-        if lead:
-            g = ops["squeeze"](g, axis=list(range(lead)))
-    return g
+    if len(axes) == lead:           # only added leading axes (e.g. a bias): one reduction
+        return ops["reduce_sum"](g, axis=axes) if axes else g
+    g = ops["reduce_sum"](g, axis=axes, keepdims=True)
+    return ops["squeeze"](g, axis=list(range(lead))) if lead else g
