@@ -28,6 +28,7 @@ class Plan:
         for v in self.graph.all_inputs:
             index[id(v)] = len(index)
         self.n_in = len(index)
+        consts = {}
         for kind, item in fuse(self.graph):
             if kind == "group" and len(item.ops) > 1:
                 runner = GroupRunner(item)
@@ -37,9 +38,15 @@ class Plan:
                 self.steps.append((runner, ins, outs, item.ops[-1], True))
                 continue
             for op in (item.ops if kind == "group" else [item]):
+                if op.type == "constant" and not op.inputs:
+                    # a constant's value is fixed: it sits in the slot array from the start
+                    consts[index.setdefault(id(op.outputs[0]), len(index))] = op.attrs["value"]
+                    continue
                 self.steps.append(self._op_step(op, index))
         self.out_idx = tuple(index[id(v)] for v in self.graph.outputs)
         self.pad = [None] * (len(index) - self.n_in)
+        for slot, value in consts.items():
+            self.pad[slot - self.n_in] = value
 
     def _op_step(self, op, index):
         fn = None

@@ -185,12 +185,14 @@ class LoopRunner:
         self.scalar_in = [isinstance(v.type, TensorType) and v.type.shape == ()
                           for v in op.inputs]
         self.out_types = [v.type.dtype.np.type for v in op.outputs]
+        self.single = len(op.outputs) == 1
         impl = REGISTRY[op.type].numpy
         self.fallback = lambda *a: impl(*a, **op.attrs)
 
     def _load(self):
         mod, self.status = cache.load_module(self.key, self.source)
         self.fn = mod.loop_kernel
+        self._make_fast()
         if config.debug_level() >= 3:
             print(f"// graphc loop kernel for {self.op.name} (cache {self.status})\n"
                   f"{self.source}", file=sys.stderr)
@@ -216,19 +218,29 @@ class LoopRunner:
                 self.error = f"loop kernel failed to load: {type(e).__name__}: {e}"
         if self.error is not None:
             return self.fallback(*arrays)
-        args = [a[()] if s else a for a, s in zip(arrays, self.scalar_in)]
         try:
-            res = self.fn(*args)
+            return self.fast(*arrays)
         except IndexError:
             return self.fallback(*arrays)   # the interpreter raises the reference error
         except Exception as e:  # noqa: BLE001 - typing/compile failure: interpret from now on
             self.error = f"loop kernel failed to compile: {type(e).__name__}: {e}"
             return self.fallback(*arrays)
-        # numpy scalars, as the numpy rules give for rank-0 results (cheaper than 0-d arrays)
-        outs = [d(r) for r, d in zip(res, self.out_types)]
-        if len(outs) == 1:
-            return outs[0]
-        return tuple(outs) if outs else None
+
+    def _make_fast(self):
+        """A straight-line Python wrapper for this arity: no per-call loops over arguments.
+
+        Scalars go in as numpy scalars (`a[()]`) and come back as numpy scalars of the
+        result dtype, as the numpy rules give for rank-0 results."""
+        params = [f"a{k}" for k in range(len(self.scalar_in))]
+        args = [p + "[()]" if s else p for p, s in zip(params, self.scalar_in)]
+        outs = [f"T{k}(r[{k}])" for k in range(len(self.out_types))]
+        ret = outs[0] if self.single else (f"({', '.join(outs)},)" if outs else "None")
+        src = (f"def fast({', '.join(params)}):\n"
+               f"    r = fn({', '.join(args)})\n"
+               f"    return {ret}\n")
+        ns = {"fn": self.fn, **{f"T{k}": t for k, t in enumerate(self.out_types)}}
+        exec(compile(src, f"<graphc loop wrapper {self.op.name}>", "exec"), ns)  # noqa: S102
+        self.fast = ns["fast"]
 
 
 def lower(op):
