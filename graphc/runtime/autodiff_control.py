@@ -184,14 +184,29 @@ def _export_cond(op, g):
     return saved
 
 
+def _expose_exports(outs, saved):
+    """Make the saved effect results outputs of the recorded node too (`outs` is the
+    record's own list), so an outer tape differentiating this gradient can send their
+    gradients back through the node (second derivatives w.r.t. variables read inside)."""
+    extra = [t for t in saved.values() if all(t is not o for o in outs)]
+    if not extra:
+        return
+    for tape in autodiff._tapes:
+        if any(key(o) in tape._connected for o in outs):
+            tape._connected.update(key(t) for t in extra)
+            tape._keep.extend(extra)
+    outs.extend(extra)
+
+
 def _cond_vjp(gs, outs, ins, true_branch, false_branch, _op=None, _graph=None):
     from .control_flow import cond
     if _op is None:
         raise NotImplementedError("cond gradients need the traced cond node")
     saved = _export_cond(_op, _graph)
+    _expose_exports(outs, saved)
     pred, operands = ins[0], list(ins[1:])
     want = [i for i, x in enumerate(operands) if _wants_grad(x)]
-    float_outs = [k for k, o in enumerate(outs) if _wants_grad(o)]
+    float_outs = [k for k in range(len(gs)) if _wants_grad(outs[k])]
     if not want or not float_outs:
         return [None] * len(ins)
     sources = [operands[i] for i in want]

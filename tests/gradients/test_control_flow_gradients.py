@@ -215,3 +215,21 @@ def test_eager_second_derivative_through_loop():
         dy = inner.gradient(y, x)            # y = x^3
     assert float(dy) == pytest.approx(3 * 1.5 ** 2)
     assert float(outer.gradient(dy, x)) == pytest.approx(6 * 1.5)
+
+
+def test_second_derivative_through_compiled_cond_reaches_variables():
+    w = gc.Variable(1.5)
+
+    @gc.function
+    def fn(x):
+        with gc.GradientTape() as outer:
+            with gc.GradientTape() as inner:
+                inner.watch(x)
+                y = gc.cond(x > 0, lambda: x * x * w, lambda: gc.sin(x) * w)
+            dx = inner.gradient(y, x)
+        return dx, outer.gradient(dx, w)
+    dx, dxdw = fn(gc.constant(3.0))
+    assert float(dx) == 9.0 and float(dxdw) == 6.0
+    dx, dxdw = fn(gc.constant(-1.0))
+    assert float(dx) == pytest.approx(1.5 * np.cos(-1.0)) and \
+        float(dxdw) == pytest.approx(np.cos(-1.0))
