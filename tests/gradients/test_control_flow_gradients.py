@@ -233,3 +233,17 @@ def test_second_derivative_through_compiled_cond_reaches_variables():
     dx, dxdw = fn(gc.constant(-1.0))
     assert float(dx) == pytest.approx(1.5 * np.cos(-1.0)) and \
         float(dxdw) == pytest.approx(np.cos(-1.0))
+
+
+def test_converted_while_with_break():
+    def fn(x, n):
+        h = x
+        i = 0
+        while i < n:
+            h = h * 1.5 + x
+            if gc.reduce_sum(h) > 2.0:
+                break
+            i += 1
+        return h
+    check_gradients(fn, [np.array([0.1, 0.2, 0.05])], extra=(10,))
+    check_gradients(fn, [np.array([0.01, 0.02, 0.05])], extra=(3,))
