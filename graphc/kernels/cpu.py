@@ -10,9 +10,9 @@ from functools import partial
 from ..errors import InvalidArgumentError
 from ..runtime.backends import register_backend
 from ..runtime.registry import REGISTRY
-from . import cache, codegen
+from . import cache, codegen, loops
 from .fusion import fuse
-from .groups import GroupRunner
+from .groups import PAR_MIN, GroupRunner
 
 
 class Plan:
@@ -60,11 +60,6 @@ class Plan:
         return fn, ins, outs, op, False
 
     def _lower(self, op):
-        try:
-            from . import loops
-        except ImportError as e:
-            self.loops.append((op, None, f"loop compiler unavailable: {e}"))
-            return None
         try:
             runner = loops.lower(op)
         except loops.NotLowerable as e:
@@ -179,16 +174,36 @@ def describe(graph):
                 lines.append(f"    kernel {k.key[:12]} (cache {k.status}):")
                 lines.extend("      " + ln for ln in k.source.splitlines())
         else:
-            src = _preview(runner)
-            lines.append("    kernel not compiled yet (runs when the group first sees "
-                         f"{_min_size_text()} elements or more); preview:")
+            spec, src = _preview(runner)
+            key = cache.kernel_key(spec.canonical())
+            on_disk = "in the disk cache" if cache.has_module(key) else "not in the disk cache"
+            lines.append(f"    kernel {key[:12]} not run yet ({on_disk}; used once the group "
+                         f"sees {_min_size_text()} elements or more):")
+            if None not in g.domain:
+                size = 1
+                for d in g.domain:
+                    size *= d
+                klass = "x".join(map(str, g.domain)) + (
+                    "/par" if size >= PAR_MIN and len(g.axes or ()) < g.rank else "")
+                saved = cache.get_choice(key, klass)
+                lines.append(f"    choice for {klass}: " + (
+                    f"{saved['choice']} (measured in an earlier run)" if saved else
+                    "measured on the first call (kernel vs numpy, the faster is kept)"))
             lines.extend("      " + ln for ln in src.splitlines())
     for op, runner, reason in plan.loops:
         if runner is None:
             lines.append(f"  {op.type} '{op.name}': interpreted, because {reason}")
         else:
-            lines.append(f"  {op.type} '{op.name}': compiled to one native function "
-                         f"(cache {runner.status})")
+            if runner.status is None:
+                state = ("not compiled yet: it is interpreted until that has cost "
+                         f"{loops.LOOP_COMPILE_AFTER * 1e3:.0f} ms, then compiled; "
+                         + ("in the disk cache" if cache.has_module(runner.key)
+                            else "not in the disk cache"))
+            else:
+                state = f"cache {runner.status}"
+            if runner.error:
+                state += f"; fell back to the interpreter: {runner.error}"
+            lines.append(f"  {op.type} '{op.name}': lowered to one native function ({state})")
             lines.extend("      " + ln for ln in runner.source.splitlines())
     lines.append(f"  kernel cache {cache.cache_dir()}: {cache.STATS['hits']} hits, "
                  f"{cache.STATS['misses']} misses, {cache.STATS['rebuilt']} rebuilt")
@@ -210,4 +225,4 @@ def _preview(runner):
                         for j, d in enumerate(v.type.shape)) for v in g.inputs)
     spec = codegen.KernelSpec(g, flags, g.rank, [len(v.type.shape) for v in g.inputs],
                               g.axes or ())
-    return codegen.generate(spec, g.name)
+    return spec, codegen.generate(spec, g.name)

@@ -75,7 +75,7 @@ def test_kernel_below_the_size_threshold_is_not_compiled(monkeypatch):
     x = np.arange(10, dtype=np.float32)
     np.testing.assert_allclose(f(x).numpy(), np.sqrt(x * 3) + 1, rtol=1e-6)
     assert not _plan(f, x).groups[0].used
-    assert "not compiled yet" in cpu.describe(f.get_concrete_function(x).graph)
+    assert "not run yet" in cpu.describe(f.get_concrete_function(x).graph)
 
 
 def test_corrupt_module_file_is_rebuilt_and_result_stays_right(kernel_env):
