@@ -2,8 +2,9 @@
 
 TARGET is `path/to/file.py::FUNC` or `package.module:FUNC` (FUNC may be dotted, e.g.
 `Model.step`); each `--arg` is a TensorSpec written `dtype[d0,d1,...]` (`?` or `None` for
-an unknown dimension, `[]` for a scalar).
+an unknown dimension, `[]` for a scalar), or a Python literal passed as is.
 """
+import ast
 import importlib
 import importlib.util
 import os
@@ -27,7 +28,8 @@ examples:
   graphc graph loop.py::count --arg 'int32[]' --dump all
 
 specs: dtype[d0,d1,...] with dtype one of float32, float64, int32, int64, bool;
-a dimension is an int, or ? / None when unknown; [] is a scalar.
+a dimension is an int, or ? / None when unknown; [] is a scalar. A Python literal
+(3, 0.5, True, 'relu', None) is passed as that Python value, baked into the trace.
 Bad paths, missing functions and bad specs print one line and exit with status 2."""
 
 
@@ -43,8 +45,8 @@ def add_parser(subparsers):
     p.add_argument("target", metavar="TARGET",
                    help="PATH.py::FUNC or module.sub:FUNC (FUNC may be dotted: Class.method)")
     p.add_argument("--arg", dest="args", action="append", default=[], metavar="SPEC",
-                   help="one positional argument's spec, e.g. 'float32[1000,64]' (repeat "
-                        "in argument order)")
+                   help="one positional argument: a spec such as 'float32[1000,64]', or a "
+                        "Python literal such as 3 or True (repeat in argument order)")
     p.add_argument("--dump", metavar="PASS",
                    help="also print the graph after pass PASS (or 'all') to stderr, like "
                         "GRAPHC_DUMP")
@@ -74,13 +76,18 @@ def run(args):
 
 
 def parse_spec(text):
-    """'float32[3,?]' -> TensorSpec([3, None], gc.float32); UsageError naming the problem."""
+    """'float32[3,?]' -> TensorSpec([3, None], gc.float32); '3' -> 3 (a Python literal is
+    passed as is); a UsageError naming the problem otherwise."""
     from .. import dtypes
     from ..runtime.signature import TensorSpec
     m = _SPEC.match(text)
     if not m:
+        literal = _python_literal(text)
+        if literal is not _NOT_LITERAL:
+            return literal
         raise UsageError(f"bad --arg spec {text!r}: expected dtype[d0,d1,...] such as "
-                         "'float32[3,4]', 'int32[]' or 'float64[?,10]'")
+                         "'float32[3,4]', 'int32[]' or 'float64[?,10]', or a Python literal "
+                         "such as 3, 0.5, True or 'relu'")
     try:
         dtype = dtypes.as_dtype(m.group(1))
     except (TypeError, ValueError, KeyError):
@@ -98,6 +105,19 @@ def parse_spec(text):
             raise UsageError(f"bad --arg spec {text!r}: dimension {part!r} must be a "
                              "non-negative int, ? or None")
     return TensorSpec(dims, dtype)
+
+
+_NOT_LITERAL = object()
+
+
+def _python_literal(text):
+    """A Python number, bool, string or None written on the command line (baked into the
+    trace, as gc.function does with Python arguments); _NOT_LITERAL otherwise."""
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return _NOT_LITERAL
+    return value if isinstance(value, (bool, int, float, str, type(None))) else _NOT_LITERAL
 
 
 def load_function(target):
@@ -174,6 +194,8 @@ def trace(fn, specs, target):
 
 
 def _spec_text(spec):
+    if not hasattr(spec, "shape"):
+        return repr(spec)
     dims = ",".join("?" if d is None else str(d) for d in spec.shape)
     return f"{spec.dtype.name}[{dims}]"
 

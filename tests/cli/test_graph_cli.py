@@ -26,6 +26,11 @@ class Model:
     def step(x):
         return gc.reshape(x, gc.shape(x)) * 2.0
 
+def scale(x, k, mode):
+    if mode == "double":
+        return x * (2.0 * k)
+    return x - k
+
 NOT_A_FUNCTION = 3
 '''
 
@@ -128,10 +133,22 @@ def test_a_broken_user_file_is_one_line(tmp_path, capsys):
     assert "importing" in err and "RuntimeError: boom at import" in err
 
 
+def test_python_literal_args_are_baked_in(sample, capsys):
+    code, out, _ = run_cli(capsys, f"{sample}::scale", "--arg", "float32[2]", "--arg", "3",
+                           "--arg", "'double'")
+    assert code == 0 and "constant() {value=6.}" in out and "subtract" not in out
+    code, out, _ = run_cli(capsys, f"{sample}::scale", "--arg", "float32[2]", "--arg", "0.5",
+                           "--arg", "None")
+    assert code == 0 and "subtract(%x, %constant_0)" in out and "{value=0.5}" in out
+    code, _, err = run_cli(capsys, f"{sample}::scale", "--arg", "[1, 2]")
+    assert code == 2 and "bad --arg spec '[1, 2]'" in err and "Python literal" in err
+
+
 def test_parse_spec():
     s = graph_cli.parse_spec(" int64[ ?, 3 ,None] ")
     assert s.shape == (None, 3, None) and s.dtype is gc.int64
     assert graph_cli.parse_spec("bool[]").shape == ()
+    assert graph_cli.parse_spec("True") is True and graph_cli.parse_spec("-2") == -2
     with pytest.raises(UsageError, match=r"dimension '3\.5'"):
         graph_cli.parse_spec("float32[3.5]")
 
