@@ -49,14 +49,18 @@ def triad(a, b, c, s):
         a[i] = b[i] + s * c[i]
 
 
-def median_ms(fn, repeat):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
+def median_ms(fns, repeat):
+    """Median ms per call of each function, timed round-robin so that load changes on a shared
+    machine hit every column alike."""
+    for fn in fns:
         fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1e3
+    times = [[] for _ in fns]
+    for _ in range(repeat):
+        for fn, ts in zip(fns, times):
+            t = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t)
+    return [statistics.median(ts) * 1e3 for ts in times]
 
 
 def vector_report(dispatcher):
@@ -87,11 +91,12 @@ def main():
 
     tb, tc = rng.random(args.n, dtype=np.float32), rng.random(args.n, dtype=np.float32)
     ta = np.empty_like(tb)
-    rows = [("numpy eager", median_ms(lambda: chain_numpy(x), args.repeat), 8),
-            ("numba prange + math.*", median_ms(lambda: chain_math(x, out_m), args.repeat), 8),
-            ("numba prange + vecmath", median_ms(lambda: chain_vecmath(x, out_v), args.repeat), 8),
-            ("triad (roofline)", median_ms(lambda: triad(ta, tb, tc, np.float32(3)), args.repeat),
-             12)]
+    variants = [("numpy eager", lambda: chain_numpy(x), 8),
+                ("numba prange + math.*", lambda: chain_math(x, out_m), 8),
+                ("numba prange + vecmath", lambda: chain_vecmath(x, out_v), 8),
+                ("triad (roofline)", lambda: triad(ta, tb, tc, np.float32(3)), 12)]
+    times = median_ms([fn for _, fn, _ in variants], args.repeat)
+    rows = [(name, ms, nbytes) for (name, _, nbytes), ms in zip(variants, times)]
     print(f"\n{args.n:,} float32, {numba.get_num_threads()} threads, median of {args.repeat}")
     print(f"{'variant':26s} {'ms':>8s} {'GB/s':>7s} {'vs numpy':>9s}")
     for name, ms, bytes_per in rows:

@@ -19,7 +19,7 @@ _LN2_HI, _LN2_LO = (np.float64(v) for v in _LN2[np.float64])
 
 @numba.njit(**JIT)
 def _log_dd(x):
-    """log(x) for x >= 0 as (hi, lo), |lo| <= ulp(hi)/2, about 2**-64 relative for normal results."""
+    """log(x) for x >= 0 as (hi, lo) with |lo| <= ulp(hi)/2, good to about 2**-64 relative."""
     tiny, scale_bits = np.float64(2.0 ** -1022), np.float64(54.0)
     sub = x < tiny
     xs = select(sub, x * np.float64(2.0 ** 54), x)

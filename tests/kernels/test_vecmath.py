@@ -16,7 +16,11 @@ from graphc.runtime.registry import REGISTRY
 import graphc.runtime.ops  # noqa: F401 - registers the ops
 
 ULP = 4
-UNARY = ["exp", "log", "log1p", "tanh", "sigmoid", "sin", "cos", "tan", "erf"]
+UNARY = ["exp", "log", "log1p", "tanh", "sigmoid", "sin", "cos", "tan", "erf", "fast_sin",
+         "fast_cos", "fast_tan"]
+TRIG_LIMIT = {("fast_" + n, np.float32): vm.F32_FAST_ACCURATE_BELOW for n in ("sin", "cos", "tan")}
+TRIG_LIMIT.update({(p + n, np.float64): vm.F64_ACCURATE_BELOW
+                   for n in ("sin", "cos", "tan") for p in ("", "fast_")})
 FLOATS = [np.float32, np.float64]
 LD = np.longdouble
 _erf64 = numba.vectorize(["float64(float64)"])(lambda v: math.erf(v))
@@ -35,6 +39,7 @@ REFERENCE = {"exp": np.exp, "log": np.log, "log1p": np.log1p, "tanh": np.tanh,
 def expected(name, dtype, *args):
     """The reference rounded to `dtype`: computed in float64 for float32, in 80-bit long double
     for float64 (erf: libm's float64 erf, which is within 1 ulp)."""
+    name = name.replace("fast_", "")
     with np.errstate(all="ignore"):
         if name == "erf":
             return _erf64(args[0].astype(np.float64)).astype(dtype)
@@ -112,10 +117,9 @@ def assert_close(name, dtype, x, got, want, *more):
 
 
 def _domain(name, dtype, x):
-    """float64 sin/cos/tan are only computed below 2**47 (nan beyond, tested separately)."""
-    if dtype is np.float64 and name in ("sin", "cos", "tan"):
-        return x[~(np.abs(x) >= vm.F64_ACCURATE_BELOW)]
-    return x
+    """float64 and fast trig are only computed below a limit (nan beyond, tested separately)."""
+    limit = TRIG_LIMIT.get((name, dtype))
+    return x if limit is None else x[~(np.abs(x) >= limit)]
 
 
 @pytest.mark.parametrize("name", UNARY)
@@ -161,7 +165,8 @@ def test_pow_special_cases_match_c99(dtype):
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("name,at_minus_zero", [
     ("exp", 1.0), ("log", -np.inf), ("log1p", -0.0), ("tanh", -0.0), ("sigmoid", 0.5),
-    ("sin", -0.0), ("cos", 1.0), ("tan", -0.0), ("erf", -0.0)])
+    ("sin", -0.0), ("cos", 1.0), ("tan", -0.0), ("erf", -0.0), ("fast_sin", -0.0),
+    ("fast_cos", 1.0), ("fast_tan", -0.0)])
 def test_signed_zero(name, at_minus_zero, dtype):
     got = apply(name, np.array([-0.0, 0.0], dtype))
     assert got[0] == at_minus_zero and np.signbit(got[0]) == np.signbit(at_minus_zero)
@@ -174,24 +179,25 @@ def test_infinities_and_nan(dtype):
     want = {"exp": [np.inf, 0, np.nan], "log": [np.inf, np.nan, np.nan],
             "log1p": [np.inf, np.nan, np.nan], "tanh": [1, -1, np.nan],
             "sigmoid": [1, 0, np.nan], "sin": [np.nan] * 3, "cos": [np.nan] * 3,
-            "tan": [np.nan] * 3, "erf": [1, -1, np.nan]}
+            "tan": [np.nan] * 3, "erf": [1, -1, np.nan], "fast_sin": [np.nan] * 3,
+            "fast_cos": [np.nan] * 3, "fast_tan": [np.nan] * 3}
     for name, w in want.items():
         np.testing.assert_array_equal(apply(name, x), np.array(w, dtype), err_msg=name)
 
 
-def test_float64_trig_beyond_accurate_range_is_nan():
-    x = np.array([2.0 ** 47, -1e300, 3e20])
-    for name in ("sin", "cos", "tan"):
-        assert np.isnan(apply(name, x)).all(), name
-    inside = np.array([2.0 ** 46, -1e13])
-    assert_close("sin", np.float64, inside, apply("sin", inside), expected("sin", np.float64,
-                                                                          inside))
+@pytest.mark.parametrize("name,dtype", sorted(TRIG_LIMIT, key=str))
+def test_reduced_range_trig_is_nan_beyond_its_limit(name, dtype):
+    limit = TRIG_LIMIT[(name, dtype)]
+    x = np.array([limit, -limit, np.finfo(dtype).max], dtype)
+    assert np.isnan(apply(name, x)).all()
+    inside = np.array([limit / 2, -limit / 3, np.nextafter(dtype(limit), dtype(0))], dtype)
+    assert_close(name, dtype, inside, apply(name, inside), expected(name, dtype, inside))
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.sampled_from(UNARY), st.floats(width=32, allow_nan=True, allow_infinity=True))
 def test_hypothesis_float32(name, v):
-    x = np.array([v], np.float32)
+    x = _domain(name, np.float32, np.array([v], np.float32))
     assert_close(name, np.float32, x, apply(name, x), expected(name, np.float32, x))
 
 
@@ -280,6 +286,7 @@ def test_scalar_funcs_cover_registry_templates_and_agree_with_numpy_impls():
             assert_close(op.type, dtype, x, out, want)
     assert {"exp", "log", "log1p", "tanh", "sin", "cos", "erf", "sqrt", "floor", "rint"} <= used
     assert {"sigmoid", "pow", "tan", "sign", "abs", "ceil"} <= set(vm.SCALAR_FUNCS)
+    assert vm.FAST_SCALAR_FUNCS["sin"] is vm.fast_sin and vm.FAST_SCALAR_FUNCS["exp"] is vm.exp
 
 
 @numba.njit
