@@ -226,3 +226,56 @@ def test_random_programs_keep_their_results_and_types(passes, program, x):
         for a, b in zip(run_graph(g, [x]), run_graph(opt, [x])):
             assert a.dtype == b.dtype and a.shape == b.shape
             np.testing.assert_array_equal(a, b)
+
+
+_STATEMENTS = ["print", "assign", "read", "random", "const_cond", "data_cond", "pure", "dup"]
+
+
+def _effect_program(statements, v):
+    """A traced function running `statements` in order against variable `v`."""
+    def f(x):
+        acc, outs = x, []
+        for i, s in enumerate(statements):
+            if s == "print":
+                gc.print("p", i, acc)
+            elif s == "assign":
+                v.assign_add(gc.reduce_sum(acc) * 0.0 + float(i))
+            elif s == "read":
+                outs.append(v.read_value() * 1.0)
+            elif s == "random":
+                acc = acc + gc.random.uniform([2]) * 0.0 + gc.random.uniform([2])
+            elif s in ("const_cond", "data_cond"):
+                pred = gc.constant(i % 2 == 0) if s == "const_cond" else acc[0] > 0.5
+                acc = gc.cond(pred, lambda i=i, a=acc: _print_then(a) * float(i),
+                              lambda a=acc: a - 0.0)
+            elif s == "pure":
+                acc = acc * 1.0 + gc.exp(gc.constant(0.0))
+            else:
+                acc = acc + (gc.exp(acc) - gc.exp(acc))
+        return [acc] + outs
+    return gc.function(f).get_concrete_function(gc.TensorSpec([2], F32)).graph
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(_STATEMENTS), min_size=1, max_size=8),
+       st.sampled_from([[0.25, 1.0], [0.75, -1.0]]))
+def test_random_effectful_programs_print_assign_and_draw_identically(statements, x):
+    import contextlib
+    v = gc.Variable(0.0)
+    g = _effect_program(statements, v)
+    opt = optimize(g, dump="")
+    verify(opt)
+    results = []
+    for graph in (g, opt):
+        v.assign(0.0)
+        gc.random.set_seed(3)
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            outs = run_graph(graph, [np.array(x, np.float32)] + [v] * len(graph.captures))
+        results.append((buf.getvalue(), float(v.numpy()), outs))
+    (text, var, outs), (text2, var2, outs2) = results
+    assert text == text2 and var == var2
+    for a, b in zip(outs, outs2):
+        np.testing.assert_array_equal(a, b)
+    kinds = [op.type for op in walk(opt) if REGISTRY[op.type].effectful]
+    assert kinds.count("random_uniform") == 2 * statements.count("random")
