@@ -38,18 +38,19 @@ def add_parser(subparsers):
     import argparse
     p = subparsers.add_parser(
         "graph", help="trace a function and print its traced and optimized graphs",
-        description="Trace FUNC with the given argument specs and print the traced graph, the "
-                    "graph after the optimizing passes and, when the numba backend is "
-                    "available, its fusion groups and kernels.",
+        description="Trace FUNC with the given argument specs and print the traced graph,\n"
+                    "the graph after the optimizing passes and, when the numba backend is\n"
+                    "available, its fusion groups, kernels, cache use and fallbacks.",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("target", metavar="TARGET",
                    help="PATH.py::FUNC or module.sub:FUNC (FUNC may be dotted: Class.method)")
     p.add_argument("--arg", dest="args", action="append", default=[], metavar="SPEC",
                    help="one positional argument: a spec such as 'float32[1000,64]', or a "
                         "Python literal such as 3 or True (repeat in argument order)")
+    from ..runtime.passes import PASS_NAMES
     p.add_argument("--dump", metavar="PASS",
                    help="also print the graph after pass PASS (or 'all') to stderr, like "
-                        "GRAPHC_DUMP")
+                        f"GRAPHC_DUMP; passes in order: {', '.join(PASS_NAMES)}")
     return p
 
 
