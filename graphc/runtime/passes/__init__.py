@@ -1,9 +1,10 @@
 """Graph -> Graph optimizing passes, run before a graph is lowered to fused kernels.
 
 Each pass is a pure function `run(graph) -> Graph` in its own module: it never mutates its
-input, keeps the graph's inputs, captures and outputs, recurses into cond/while subgraphs
-itself, and never moves, drops or merges an op with effects (`has_effects`), so the
-relative program order of prints, random draws and variable reads/writes is preserved.
+input, keeps the graph's inputs, captures and outputs (cond/while bodies may lose captures
+they no longer read), recurses into cond/while subgraphs itself, and never moves, drops or
+merges an op with effects (`has_effects`), so the relative program order of prints, random
+draws, variable reads/writes and tensor-list ops is preserved.
 The numpy backend runs graphs unoptimized (it is the reference); compiling backends call
 `optimize()`.
 """
