@@ -73,29 +73,9 @@ def _dims(shape):
     return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
 
 
-def norm_axis(op, axis, ndim):
-    """A single axis in [0, ndim), accepting negative values."""
-    if isinstance(axis, bool) or not isinstance(axis, int):
-        raise TypeError(f"{op}: axis must be an int, got {axis!r}")
-    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
-        raise ValueError(f"{op}: axis {axis} is out of range for a tensor of rank {ndim}")
-    return axis % ndim if ndim else 0
-
-
-def norm_axes(op, axis, ndim):
-    """axis=None|int|tuple -> sorted tuple of distinct non-negative axes."""
-    if axis is None:
-        return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    out = tuple(sorted({norm_axis(op, a, ndim) for a in axes}))
-    if len(out) != len(axes):
-        raise ValueError(f"{op}: repeated axis in {axis!r}")
-    return out
-
-
 def tensor(dtype, shape):
     return TensorType(dtype, shape)
 
 
 __all__ = ["FLOAT", "NUMERIC", "INTEGER", "BOOL", "ANY", "check_kind", "same_dtype",
-           "broadcast_shapes", "norm_axis", "norm_axes", "tensor", "bool_", "float64"]
+           "broadcast_shapes", "tensor", "bool_", "float64"]
