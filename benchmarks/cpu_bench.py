@@ -174,6 +174,7 @@ t0 = time.perf_counter()
 import numpy as np, graphc as gc
 sys.path.insert(0, {here!r})
 from cpu_bench import layernorm
+import graphc.kernels.cpu  # numba's import is process start-up, not part of the first call
 x = np.random.rand(256, 512).astype(np.float32)
 g = np.ones(512, np.float32); b = np.zeros(512, np.float32)
 f = gc.function(layernorm, backend="numba")
@@ -259,10 +260,39 @@ def _fmt(t):
     return f"{t * 1e3:.2f} ms" if t >= 1e-3 else f"{t * 1e6:.1f} us"
 
 
+def thresholds():
+    """Where fused kernels start to beat numpy, and prange starts to beat one thread.
+
+    The backend's MIN_SIZE and PAR_MIN (graphc/kernels/groups.py) come from this table.
+    """
+    from graphc.kernels import groups
+    os.environ.update(GRAPHC_NUMBA_MIN_SIZE="0", GRAPHC_KERNEL_CHOICE="kernel")
+    fn = lambda x: gc.exp(x * 0.5) * x + 1.0    # noqa: E731 - a short typical chain
+    ref = gc.function(fn, backend="numpy")
+    print(f"{'elements':>9s} {'numpy':>10s} {'kernel 1 thread':>16s} {'kernel prange':>14s}")
+    saved = groups.PAR_MIN
+    try:
+        for p in range(8, 21, 2):
+            x = np.random.rand(2 ** p).astype(np.float32)
+            groups.PAR_MIN = 1 << 62
+            serial = median_time(gc.function(fn, backend="numba"), x, reps=51)
+            groups.PAR_MIN = 0
+            par = median_time(gc.function(fn, backend="numba"), x, reps=51)
+            print(f"{2 ** p:9d} {_fmt(median_time(ref, x, reps=51)):>10s} {_fmt(serial):>16s} "
+                  f"{_fmt(par):>14s}")
+    finally:
+        groups.PAR_MIN = saved
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="1M-element chain instead of 10M")
+    p.add_argument("--thresholds", action="store_true",
+                   help="measure the size thresholds for kernels and prange instead")
     args = p.parse_args(argv)
+    if args.thresholds:
+        thresholds()
+        return
     rows, cold, warm = run(args.quick)
     show(rows, cold, warm)
 

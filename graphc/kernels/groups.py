@@ -12,11 +12,12 @@ from ..runtime.registry import REGISTRY
 from . import cache, codegen
 from .fusion import REDUCTIONS
 
-# Measured on the 2-core dev machine (benchmarks/cpu_bench.py --thresholds): below about
-# 16k elements a fused kernel saves less than its call overhead over a short numpy chain,
-# and compiling it would cost far more than it can ever save in a test-sized workload.
+# From `benchmarks/cpu_bench.py --thresholds` on the 2-core dev machine: a fused kernel
+# already beats the numpy rules per call at 256 elements (8 us vs 18 us for a 3-op chain),
+# but saves at most ~20 us a call below 16k elements, so its 0.3-1 s compile would need
+# tens of thousands of calls to pay off: small groups (tests, scripts) run numpy rules.
 MIN_SIZE = 1 << 14
-# prange pays ~10 us of thread wake-up; it wins from about 64k elements on 2 threads.
+# prange (2 threads) starts to win over one thread at about 64k elements (45 vs 54 us).
 PAR_MIN = 1 << 16
 
 _KERNELS = {}     # key -> _Kernel, shared by every graph in the process
@@ -66,12 +67,13 @@ def get_kernel(spec, fname):
 class _Layout:
     """Everything about one set of input shapes: domain, output shapes, chosen spec."""
 
-    __slots__ = ("domain", "out_shapes", "spec", "flat_spec", "size", "reason")
+    __slots__ = ("domain", "out_shapes", "spec", "flat_spec", "size", "reason", "ready")
 
     def __init__(self):
         self.domain = self.out_shapes = self.spec = self.flat_spec = None
         self.size = 0
         self.reason = None
+        self.ready = {}     # contiguous? -> (kernel, parallel?, decision) once decided
 
 
 class GroupRunner:
@@ -84,6 +86,7 @@ class GroupRunner:
         self.decisions = {}   # (key, shape class) -> dict(choice=..., kernel_s=..., numpy_s=...)
         self.used = {}        # key -> _Kernel, the kernels this group actually ran
         self.fallbacks = []   # reasons the kernel was not used
+        self.min_size = min_size()
 
     # -- numpy path ----------------------------------------------------------------------
     def run_numpy(self, arrays):
@@ -104,23 +107,33 @@ class GroupRunner:
     def __call__(self, *arrays):
         arrays = [a if type(a) is np.ndarray else np.asarray(a) for a in arrays]
         lay = self.layout(tuple(a.shape for a in arrays))
-        if lay.spec is None or lay.size < min_size():
+        if lay.spec is None or lay.size < self.min_size:
             return self.run_numpy(arrays)
         flat = lay.flat_spec is not None and all(a.flags.c_contiguous for a in arrays)
+        ready = lay.ready.get(flat)
+        if ready is None:
+            ready = self._prepare(lay, flat, arrays)
+        kern, par, decision = ready
+        if kern is None or decision["choice"] == "numpy":
+            return self.run_numpy(arrays)
+        return self._run_kernel(kern, arrays, lay, flat, par)
+
+    def _prepare(self, lay, flat, arrays):
+        """Kernel, prange or not, and the kernel-vs-numpy decision for one layout."""
         spec = lay.flat_spec if flat else lay.spec
         kern = get_kernel(spec, self.group.name)
         if kern.error:
             self._note(kern.error)
-            return self.run_numpy(arrays)
+            lay.ready[flat] = ready = (None, False, {"choice": "numpy"})
+            return ready
         self.used[kern.key] = kern
         par = lay.size >= PAR_MIN and len(spec.axes) < spec.rank
         klass = "x".join(map(str, lay.domain)) + ("/par" if par else "")
         decision = self.decisions.get((kern.key, klass))
         if decision is None:
             decision = self._decide(kern, klass, arrays, lay, flat, par)
-        if decision["choice"] == "numpy":
-            return self.run_numpy(arrays)
-        return self._run_kernel(kern, arrays, lay, flat, par)
+        lay.ready[flat] = ready = (kern, par, decision)
+        return ready
 
     def _note(self, reason):
         if reason not in self.fallbacks:
