@@ -3,6 +3,7 @@
 import math
 
 from . import dtypes as _dt
+from .runtime.autodiff import stop_gradient
 from .runtime.dispatch import convert_to_tensor
 from .runtime.ops import elementwise as _ew
 from .runtime.ops._rules import FLOAT, INTEGER, check_kind
@@ -72,7 +73,8 @@ def softmax(logits, axis=-1, name=None):
     """exp(logits) normalized along `axis`, shifted by the max so it never overflows."""
     x = _float("softmax", logits)
     axis = normalize_axis("softmax", axis, x.ndim)
-    e = _E["exp"](_E["subtract"](x, _R["reduce_max"](x, axis, keepdims=True)))
+    # the shift changes no result, so its gradient is exactly zero: stop_gradient skips it
+    e = _E["exp"](_E["subtract"](x, stop_gradient(_R["reduce_max"](x, axis, keepdims=True))))
     return _E["divide"](e, _R["reduce_sum"](e, axis, keepdims=True))
 
 
@@ -80,7 +82,7 @@ def log_softmax(logits, axis=-1, name=None):
     """logits - logsumexp(logits) along `axis`, computed stably."""
     x = _float("log_softmax", logits)
     axis = normalize_axis("log_softmax", axis, x.ndim)
-    shifted = _E["subtract"](x, _R["reduce_max"](x, axis, keepdims=True))
+    shifted = _E["subtract"](x, stop_gradient(_R["reduce_max"](x, axis, keepdims=True)))
     lse = _E["log"](_R["reduce_sum"](_E["exp"](shifted), axis, keepdims=True))
     return _E["subtract"](shifted, lse)
 

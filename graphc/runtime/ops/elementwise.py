@@ -72,9 +72,9 @@ _binary("mod", _quiet(np.mod), "({0} % {1})",
         vjp=lambda g, o, x, y: (g, -g * P["floordiv"](x, y)))
 _binary("pow", _quiet(np.power), "({0} ** {1})", vjp=_pow_vjp)
 _binary("maximum", np.maximum, "max({0}, {1})",
-        vjp=lambda g, o, x, y: (P["where"](x >= y, g, _zero(g)), P["where"](x >= y, _zero(g), g)))
+        vjp=lambda g, o, x, y: (P["where"](x >= y, g, 0), P["where"](x >= y, 0, g)))
 _binary("minimum", np.minimum, "min({0}, {1})",
-        vjp=lambda g, o, x, y: (P["where"](x <= y, g, _zero(g)), P["where"](x <= y, _zero(g), g)))
+        vjp=lambda g, o, x, y: (P["where"](x <= y, g, 0), P["where"](x <= y, 0, g)))
 
 _unary("negative", np.negative, "(-{0})", vjp=lambda g, o, x: -g)
 _unary("abs", np.abs, "abs({0})", vjp=lambda g, o, x: g * P["sign"](x))
@@ -132,8 +132,9 @@ def _where_infer(types):
 def _where_vjp(gs, outs, ins):
     c, x, y = ins
     g = gs[0]
-    return [None, unbroadcast(P["where"](c, g, _zero(g)), x.shape),
-            unbroadcast(P["where"](c, _zero(g), g), y.shape)]
+    # a scalar 0 (not zeros_like) keeps fused kernels from reading a materialized zero array
+    return [None, unbroadcast(P["where"](c, g, 0), x.shape),
+            unbroadcast(P["where"](c, 0, g), y.shape)]
 
 
 register("where", _where_infer, np.where, kind=ELEMENTWISE, scalar="({1} if {0} else {2})",

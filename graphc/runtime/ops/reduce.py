@@ -209,7 +209,8 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
     x = convert_to_tensor(input_tensor)
     check_kind("reduce_logsumexp", x.type, "float")
     axes = normalize_axes("reduce_logsumexp", axis, x.ndim)
-    raw_max = PUBLIC["reduce_max"](x, axes, keepdims=True)
+    from ..autodiff import stop_gradient   # the shift cancels out: its gradient is zero
+    raw_max = stop_gradient(PUBLIC["reduce_max"](x, axes, keepdims=True))
     finite = E["less"](E["abs"](raw_max), np.inf)
     shift = E["where"](finite, raw_max, 0.0)
     total = PUBLIC["reduce_sum"](E["exp"](E["subtract"](x, shift)), axes, keepdims=True)
