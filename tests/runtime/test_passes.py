@@ -198,6 +198,18 @@ def test_cse_keeps_ops_with_different_attrs_and_merges_inside_branches():
     same_outputs(g, out, [x])
 
 
+def test_cse_merges_commutative_operands_in_either_order_only_where_exact():
+    def f(x, y):
+        return (x + y) * (y + x), (x * y) - (y * x), gc.maximum(x, y) - gc.maximum(y, x)
+    g = graph_of(f, spec(3), spec(3))
+    out = apply(cse, g)
+    types = [op.type for op in out.operations]
+    assert types.count("add") == 1 and types.count("multiply") == 2
+    assert types.count("maximum") == 2
+    x = np.array([0.0, -0.0, 1.5], np.float32)
+    same_outputs(g, out, [x, -x])
+
+
 def test_cse_never_merges_stateful_ops():
     v = gc.Variable(1.0)
 

@@ -1,5 +1,5 @@
-"""Common-subexpression elimination: a second op of the same type, on the same inputs, with
-equal attributes, reuses the first one's outputs.
+"""Common-subexpression elimination: a second op of the same type, on the same inputs (in
+either order for commutative ops), with equal attributes, reuses the first one's outputs.
 
 Stateful ops never merge: two random draws differ, two prints both print, and two reads of
 a variable around an assign see different values.
@@ -8,6 +8,10 @@ import numpy as np
 
 from ..graph import Graph
 from ._rewrite import Rewriter, has_subgraphs, is_stateful, map_subgraphs
+
+# a+b and b+a are the same bits in IEEE arithmetic, so they merge. (Not maximum/minimum:
+# numpy's maximum(0.0, -0.0) and maximum(-0.0, 0.0) differ in the sign of the zero.)
+COMMUTATIVE = {"add", "multiply", "equal", "not_equal", "logical_and", "logical_or"}
 
 # Hashing a constant costs a copy of its bytes; huge constants are left alone.
 _MAX_KEYED_CONSTANT = 1 << 16
@@ -40,7 +44,10 @@ def _key(op, inputs, attrs):
         items = tuple((k, attr_key(v)) for k, v in sorted(attrs.items()))
     except _Unkeyable:
         return None
-    return (op.type, tuple(id(v) for v in inputs), items)
+    ids = tuple(id(v) for v in inputs)
+    if op.type in COMMUTATIVE:
+        ids = tuple(sorted(ids))
+    return (op.type, ids, items)
 
 
 class _Unkeyable(Exception):
