@@ -122,6 +122,8 @@ def test_binary_and_compare_ops_agree_with_broadcasting(shapes, dtype, seed):
         outs.append(gc.where(a2 > b, a2, b))
         outs.append(gc.logical_and(a2 > b, gc.logical_not(a2 < b * b)))
         outs.append(gc.cast(a2, gc.float64 if a.dtype != gc.float64 else gc.float32))
+        outs.append(gc.cast(a2 * b, gc.int32 if a.dtype.is_floating else gc.float32))
+        outs.append(gc.cast(a2 - b, gc.bool))
         return outs
     _agree(f, x, y)
 
@@ -220,3 +222,21 @@ def test_logical_or_agrees():
 def test_stop_gradient_agrees():
     x = np.array([[1, -2], [0, 3]], np.float32)
     _agree(lambda a: gc.stop_gradient(a * 2) + a, x)
+
+
+def test_non_contiguous_inputs_agree():
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    _agree(lambda a: gc.exp(gc.transpose(a) * 0.1) + 1.0, x)
+    _agree(lambda a: gc.reduce_sum(gc.transpose(a) * 2.0, axis=1), x)
+    _agree(lambda a: a[:, ::2] * 3.0 - 1.0, x)
+
+
+def test_parallel_variant_agrees(monkeypatch):
+    """The prange variant (used from PAR_MIN elements up) on small shapes."""
+    from graphc.kernels import groups
+    monkeypatch.setattr(groups, "PAR_MIN", 0)
+    x = np.random.default_rng(3).standard_normal((5, 7)).astype(np.float32)
+    got = _agree(_softmax, x)
+    np.testing.assert_allclose(got[0].numpy().sum(axis=1), 1.0, rtol=1e-5)
+    _agree(lambda a: gc.tanh(a * 2.0) * gc.exp(-a * a) + 0.5 * gc.sin(a), x)
+    assert sum(bool(k.parallel and k.parallel.signatures) for k in groups._KERNELS.values()) >= 2
