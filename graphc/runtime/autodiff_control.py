@@ -94,8 +94,11 @@ def _replay(graph, env, saved, sources):
     tape = GradientTape(watch_accessed_variables=False)
     with tape:
         for s in sources:
-            tape.watch(s) if not is_list_value(s) else tape._connected.add(key(s))
-            tape._keep.append(s)
+            if is_list_value(s):       # a TensorArray list: watched by key
+                tape._connected.add(key(s))
+                tape._keep.append(s)
+            else:
+                tape.watch(s)
         for op in graph.operations:
             opdef = REGISTRY[op.type]
             ins = [env[id(v)] for v in op.inputs]
