@@ -240,3 +240,8 @@ def test_parallel_variant_agrees(monkeypatch):
     np.testing.assert_allclose(got[0].numpy().sum(axis=1), 1.0, rtol=1e-5)
     _agree(lambda a: gc.tanh(a * 2.0) * gc.exp(-a * a) + 0.5 * gc.sin(a), x)
     assert sum(bool(k.parallel and k.parallel.signatures) for k in groups._KERNELS.values()) >= 2
+
+
+def test_empty_tensors_agree():
+    x = np.zeros((0, 3), np.float32)
+    _agree(lambda a: [gc.exp(a * 2.0) + 1.0] + [_op(n)(a * 2.0, axis=0) for n in REDUCE], x)
