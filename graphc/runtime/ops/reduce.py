@@ -95,8 +95,9 @@ _REDUCERS = {
 
 # -- gradient rules (public ops, so they run eagerly and emit graph nodes while tracing) --
 def _expand_reduced(g, x, axis, keepdims):
-    """`g` (a reduction's gradient) with the reduced axes back as size 1."""
-    if not keepdims:
+    """`g` (a reduction's gradient) with the reduced axes back as size 1, where needed:
+    leading axes come back by broadcasting alone."""
+    if not keepdims and tuple(axis) != tuple(range(len(axis))):
         for a in axis:
             g = bind("expand_dims", g, axis=a)
     return g
