@@ -4,6 +4,7 @@ Columns, measured side by side in one run (median of --repeat calls, after a war
   numpy        numpy eager (one temporary per op, numpy's own SIMD exp/sin/tanh)
   numba+math   numba.njit(parallel=True) prange loop calling math.tanh/exp/sin (scalar libm)
   numba+vecmath  the same loop calling graphc.kernels.vecmath (vectorizable polynomials)
+  numba+vecmath fast  the same with vm.fast_sin (no float32 huge-argument Payne-Hanek path)
 plus a 2-thread stream triad (a = b + s*c) as the memory roofline. GB/s counts one float32
 read and one write per element (8 bytes/element) for the chain, 12 bytes/element for the triad.
 It also checks the LLVM IR of the vecmath kernel for SIMD vector types and libm calls.
@@ -43,6 +44,13 @@ def chain_vecmath(x, out):
         out[i] = vm.tanh(A * v + B) * vm.exp(-v * v) + np.float32(0.5) * vm.sin(v)
 
 
+@numba.njit(parallel=True, fastmath=True, error_model="numpy")
+def chain_vecmath_fast(x, out):
+    for i in prange(x.size):
+        v = x[i]
+        out[i] = vm.tanh(A * v + B) * vm.exp(-v * v) + np.float32(0.5) * vm.fast_sin(v)
+
+
 @numba.njit(parallel=True, error_model="numpy")
 def triad(a, b, c, s):
     for i in prange(a.size):
@@ -79,21 +87,24 @@ def main():
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     x = rng.uniform(-4, 4, args.n).astype(np.float32)
-    out_m, out_v = np.empty_like(x), np.empty_like(x)
+    out_m, out_v, out_f = np.empty_like(x), np.empty_like(x), np.empty_like(x)
 
     ref = chain_numpy(x)
     chain_math(x, out_m)
     chain_vecmath(x, out_v)
+    chain_vecmath_fast(x, out_f)
     exact = (np.tanh(0.7 * x.astype(np.float64) - 0.3) * np.exp(-x.astype(np.float64) ** 2)
              + 0.5 * np.sin(x.astype(np.float64)))
-    for name, got in (("numpy", ref), ("numba+math", out_m), ("numba+vecmath", out_v)):
-        print(f"  max abs error vs float64 {name:14s} {np.max(np.abs(got - exact)):.2e}")
+    for name, got in (("numpy", ref), ("numba+math", out_m), ("numba+vecmath", out_v),
+                      ("numba+vecmath fast", out_f)):
+        print(f"  max abs error vs float64 {name:18s} {np.max(np.abs(got - exact)):.2e}")
 
     tb, tc = rng.random(args.n, dtype=np.float32), rng.random(args.n, dtype=np.float32)
     ta = np.empty_like(tb)
     variants = [("numpy eager", lambda: chain_numpy(x), 8),
                 ("numba prange + math.*", lambda: chain_math(x, out_m), 8),
                 ("numba prange + vecmath", lambda: chain_vecmath(x, out_v), 8),
+                ("  ... with vm.fast_sin", lambda: chain_vecmath_fast(x, out_f), 8),
                 ("triad (roofline)", lambda: triad(ta, tb, tc, np.float32(3)), 12)]
     times = median_ms([fn for _, fn, _ in variants], args.repeat)
     rows = [(name, ms, nbytes) for (name, _, nbytes), ms in zip(variants, times)]
@@ -102,7 +113,8 @@ def main():
     for name, ms, bytes_per in rows:
         gbs = args.n * bytes_per / (ms * 1e-3) / 1e9
         print(f"{name:26s} {ms:8.2f} {gbs:7.1f} {rows[0][1] / ms:8.2f}x")
-    for name, disp in (("math", chain_math), ("vecmath", chain_vecmath)):
+    for name, disp in (("math", chain_math), ("vecmath", chain_vecmath),
+                       ("vecmath fast", chain_vecmath_fast)):
         vectors, calls = vector_report(disp)
         print(f"LLVM IR of numba+{name}: vector types {vectors or 'none'}; "
               f"libm calls {calls or 'none'}")

@@ -13,7 +13,9 @@ from .vecmath_bits import (horner, inlined, log_exponent, log_mantissa, mad, pow
 
 # Only FMA contraction: reassociation would break the Cody-Waite and two-sum steps, and the
 # no-nan/no-inf flags would fold away the special-value selects.
-JIT = dict(fastmath={"contract"}, nogil=True, error_model="numpy")  # no ZeroDivisionError branch
+# error_model="numpy": no ZeroDivisionError branch in loops. No cache=True: a cached helper
+# would not notice an edit to another vecmath file that it inlines.
+JIT = dict(fastmath={"contract"}, nogil=True, error_model="numpy")
 
 _LN2 = {np.float32: (0.693359375, -2.1219444170128554e-04),  # hi has 9 bits: n*hi is exact
         np.float64: (0.6931471803691238, 1.9082149292705877e-10)}  # hi: 32 bits (ln2 truncated)
