@@ -350,3 +350,15 @@ def test_ulp_distance():
 def test_ulp_distance_rejects_mixed_dtypes_with_the_fix():
     with pytest.raises(TypeError, match="float32 and float64.*cast the reference"):
         vm.ulp_distance(np.ones(2, np.float32), np.ones(2))
+
+
+# -- provenance of the coefficients --------------------------------------------------------------
+@pytest.mark.parametrize("name,dtype", [("sin", np.float32), ("exp", np.float32),
+                                        ("log", np.float64)])
+def test_committed_coefficients_are_what_the_fit_script_produces(name, dtype):
+    pytest.importorskip("mpmath")
+    from graphc.kernels import vecmath_coeffs, vecmath_fit
+    g, w, lo, hi, degrees = vecmath_fit.TABLES[name]
+    fitted = [dtype(c) for c in vecmath_fit.fit(g, w, lo, hi, degrees[dtype])]
+    table = getattr(vecmath_coeffs, f"{name.upper()}_{'F32' if dtype is np.float32 else 'F64'}")
+    assert list(table) == fitted
