@@ -146,9 +146,7 @@ class Rewriter:
         """Append `op` with (substituted) inputs and attrs; re-infer if anything changed."""
         inputs = [self.lookup(v) for v in op.inputs] if inputs is None else list(inputs)
         attrs = op.attrs if attrs is None else attrs
-        same = attrs is op.attrs and len(inputs) == len(op.inputs) and all(
-            a is b for a, b in zip(inputs, op.inputs))
-        if same:
+        if attrs is op.attrs and inputs == op.inputs:   # Values compare by identity
             return self.emit(op)
         attrs = _retarget_captures(attrs, inputs)
         types = REGISTRY[op.type].infer([v.type for v in inputs], **attrs)
