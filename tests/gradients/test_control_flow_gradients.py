@@ -5,6 +5,7 @@ import io
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import graphc as gc
 from grad_check import check_gradients, numeric_grads
@@ -247,3 +248,31 @@ def test_converted_while_with_break():
         return h
     check_gradients(fn, [np.array([0.1, 0.2, 0.05])], extra=(10,))
     check_gradients(fn, [np.array([0.01, 0.02, 0.05])], extra=(3,))
+
+
+def test_loop_variable_that_grows_each_iteration():
+    def grow(x, n):
+        def body(i, acc):
+            return i + 1, gc.concat([acc, gc.sin(acc[-1:]) * x], 0)
+        _, acc = gc.while_loop(lambda i, a: i < n, body, [0, gc.reshape(x, [1])],
+                               shape_invariants=[[], [None]])
+        return gc.reduce_sum(acc * acc)
+    check_gradients(grow, [np.array(0.7)], extra=(3,))
+
+
+@settings(max_examples=5, deadline=None)
+@given(shapes=st.sampled_from([((3,), (3,)), ((2, 3), (3,)), ((2, 3), (1, 3)), ((2, 1), (2, 3)),
+                               ((2, 2, 2), (2,)), ((), (2,))]), n=st.integers(1, 3))
+def test_loops_over_broadcasting_shapes(shapes, n):
+    """A loop var of one shape and a captured tensor broadcast against it; when the capture
+    is larger, the loop var takes the broadcast shape from the second iteration on, so the
+    loop starts from a tensor already of that shape."""
+    h_shape, c_shape = shapes
+    out_shape = np.broadcast_shapes(h_shape, c_shape)
+
+    def fn(h0, c):
+        start = h0 + gc.zeros(out_shape, gc.float64)
+        return gc.while_loop(lambda i, h: i < n,
+                             lambda i, h: (i + 1, gc.tanh(h * c + c)), [0, start])[1]
+    rng = np.random.default_rng(len(h_shape) * 10 + n)
+    check_gradients(fn, [rng.uniform(-1, 1, h_shape), rng.uniform(-1, 1, c_shape)])
