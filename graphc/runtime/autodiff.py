@@ -9,6 +9,8 @@ A tape records only the ops bound in the graph it was entered in (None: eager). 
 into a cond branch or loop body are not recorded one by one: the `cond`/`while` node itself
 is, and its rule (autodiff_control) differentiates the subgraph.
 """
+import numpy as np
+
 from . import context, nest
 from .registry import REGISTRY
 from .tensor import Tensor
@@ -108,6 +110,17 @@ class GradientTape:
         """The variables this tape watches (explicitly or because they were read)."""
         return tuple(self._watched_variables)
 
+    def jacobian(self, target, sources, unconnected_gradients="none"):
+        """d target[i...] / d source[j...], shaped target.shape + source.shape (for each
+        source of the nest). Like gradient(), a non-persistent tape allows one call."""
+        if self._used and not self._persistent:
+            raise RuntimeError("A non-persistent GradientTape can compute gradients only once. "
+                               "Use gc.GradientTape(persistent=True) to call it several times.")
+        self._used = True
+        for s in nest.flatten(sources):
+            _check_source(s)
+        return _jacobian(self, target, sources, unconnected_gradients)
+
     def stop_recording(self):
         """Context manager: ops inside are not recorded."""
         return _Paused(self)
@@ -173,6 +186,34 @@ def _prune_unused(graph, before, results):
         graph.operations.remove(op)
         for v in op.inputs:
             uses[id(v)] -= 1
+
+
+def _jacobian(tape, target, sources, unconnected):
+    """One backward pass per element of `target` (its size must be static)."""
+    from .dispatch import convert_to_tensor
+    ops = _ops()
+    target = convert_to_tensor(target)
+    if None in target.shape:
+        raise ValueError(f"GradientTape.jacobian: the target's shape {list(target.shape)} "
+                         "must be fully known")
+    n = int(np.prod(target.shape, dtype=np.int64))
+    flat_sources = nest.flatten(sources)
+    rows = [[] for _ in flat_sources]
+    with _Paused(tape):
+        for i in range(n):
+            seed = np.zeros(n, target.dtype.np)
+            seed[i] = 1
+            seed = ops["reshape"](convert_to_tensor(seed), list(target.shape))
+            grads = backward(tape._records, [target], [seed])
+            for k, s in enumerate(flat_sources):
+                rows[k].append(_result(grads, s, unconnected))
+    out = []
+    for s, r in zip(flat_sources, rows):
+        if any(g is None for g in r):
+            out.append(None)
+            continue
+        out.append(ops["reshape"](ops["stack"](r), list(target.shape) + list(s.shape)))
+    return nest.pack_as(sources, out) if nest.is_nest(sources) else out[0]
 
 
 class _Paused:

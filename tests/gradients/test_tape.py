@@ -204,3 +204,25 @@ def test_integer_targets_and_a_source_as_its_own_target():
     assert tape.gradient(n, x) is None
     np.testing.assert_array_equal(tape.gradient([n, y], x), [3.0, 3.0])
     np.testing.assert_array_equal(tape.gradient(x, x), [1.0, 1.0])
+
+
+def test_jacobian_eager_and_compiled():
+    def fn(x, w):
+        with gc.GradientTape() as tape:
+            tape.watch(x)
+            y = gc.sin(x) * w            # y_i = sin(x_i) w_i
+            z = gc.reduce_sum(x)
+        return tape.jacobian(y, [x, w]), z
+    x = np.array([0.3, -1.0, 2.0])
+    w = gc.Variable([1.0, 2.0, 3.0], dtype=gc.float64)
+    for run in (fn, gc.function(fn)):
+        (jx, jw), _ = run(gc.constant(x), w)
+        np.testing.assert_allclose(jx, np.diag(np.cos(x) * [1.0, 2.0, 3.0]))
+        np.testing.assert_allclose(jw, np.diag(np.sin(x)))
+    m = gc.constant([[1.0, 2.0], [3.0, 4.0]])
+    with gc.GradientTape() as tape:
+        tape.watch(m)
+        sq = m * m
+    assert tape.jacobian(sq, m).shape == (2, 2, 2, 2)
+    with pytest.raises(RuntimeError, match="persistent=True"):
+        tape.jacobian(sq, m)
