@@ -129,3 +129,36 @@ def test_errors():
     opt.apply_gradients([(gc.constant([1.0, 1.0]), w), (None, v)])
     np.testing.assert_allclose(w.numpy(), [0.9, 1.9])
     np.testing.assert_allclose(v.numpy(), [5.0])
+
+
+def test_lazily_built_model_and_slots_in_one_compiled_step():
+    """Model variables and optimizer slots both created on the first call of the step."""
+    class Lazy(gc.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = None
+
+        def __call__(self, x):
+            if self.w is None:
+                self.w = gc.Variable(np.zeros((3, 1)))
+            return gc.matmul(x, self.w)[:, 0]
+    model = Lazy()
+    opt = gc.optimizers.SGD(0.05, momentum=0.9)
+
+    @gc.function
+    def step(x, y):
+        with gc.GradientTape() as tape:
+            loss = gc.reduce_mean((model(x) - y) ** 2)
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+    for _ in range(7):
+        step(gc.constant(X), gc.constant(Y - 0.3))
+    # same updates as the numpy momentum SGD on w alone (no bias here)
+    w, vel = np.zeros(3), np.zeros(3)
+    for _ in range(7):
+        g = 2 * X.T @ (X @ w - (Y - 0.3)) / len(Y)
+        vel = 0.9 * vel - 0.05 * g
+        w = w + vel
+    np.testing.assert_allclose(model.w.numpy()[:, 0], w, rtol=1e-10)
+    assert step.tracing_count == 1 and len(opt.variables()) == 2
