@@ -76,7 +76,8 @@ def vector_report(dispatcher):
     ir = "\n".join(dispatcher.inspect_llvm().values())
     vectors = sorted(set(re.findall(r"<(\d+) x (float|double)>", ir)),
                      key=lambda t: (t[1], int(t[0])))
-    calls = sorted(set(re.findall(r"call [^@]*@(tanhf?|expf?|sinf?|cosf?|logf?)\(", ir)))
+    calls = sorted(set(re.findall(
+        r"call [^@\n]*@((?:llvm\.)?(?:tanh|exp|sin|cos|log|pow)(?:f|\.v?\d*f\d+)?)\(", ir)))
     return [f"<{n} x {t}>" for n, t in vectors], calls
 
 

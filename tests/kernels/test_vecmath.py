@@ -216,7 +216,8 @@ def test_hypothesis_pow(dtype, a, b):
 
 
 # -- vectorization ---------------------------------------------------------------------------
-_LIBM = re.compile(r"call [^@\n]*@(exp|log|log1p|tanh|sin|cos|tan|erf|pow)f?\(")
+_LIBM = re.compile(
+    r"call [^@\n]*@(llvm\.)?(exp|log|log1p|tanh|sin|cos|tan|erf|pow)(f|\.v?\d*f\d+)?\(")
 
 
 @pytest.mark.parametrize("dtype,vector", [(np.float32, "float"), (np.float64, "double")])
