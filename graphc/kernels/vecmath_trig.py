@@ -1,10 +1,11 @@
-"""sin and cos: reduction by pi/2 to |theta| <= pi/4, then the sin or cos polynomial by quadrant.
+"""sin, cos, tan: reduction by pi/2 to |theta| <= pi/4, then the sin/cos polynomials by quadrant.
 
-Both use a three-part Cody-Waite reduction in float64 with FMA, exact while |x| < 2**47.
-float32 adds a Payne-Hanek reduction for the larger exponents (computed for every lane, kept by
-`select`), so it is accurate over the whole range without a branch. float64 has no such path
-(it would need a ~60-entry table per lane): for |x| >= 2**47 it returns nan rather than a
-wrong number (see `vecmath`).
+The reduction is Cody-Waite in float64 with FMA and pi/2 in three parts (float32 inputs: exact
+up to 2**53, float64: up to 2**47). float32 adds an integer Payne-Hanek reduction for
+|x| >= 2**47 (bits of 2/pi cut out with variable shifts, no table gather), computed for every
+lane and kept by `select`, so it is accurate over the whole range without a branch; the `fast`
+variants leave it out (about 3x cheaper) and return nan from 2**53. float64 has no Payne-Hanek
+path (it would need ~17 words of 2/pi per lane): from 2**47 it returns nan, not a wrong number.
 """
 from fractions import Fraction
 
@@ -20,8 +21,6 @@ from .vecmath_bits import (fabs, floor, fma, horner, inlined, mad, rint, select,
 from .vecmath_explog import JIT
 
 F64_ACCURATE_BELOW = 2.0 ** 47
-
-
 _PH_FIRST_EXPONENT = 47          # float32 |x| >= 2**47 takes the Payne-Hanek path
 # floor(2/pi * 2**256) as four 64-bit words, most significant first
 _WORDS = [(C.TWO_OVER_PI_2_400 >> (144 + 64 * (3 - j))) & (2 ** 64 - 1) for j in range(4)]
