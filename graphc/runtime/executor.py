@@ -45,8 +45,8 @@ def _binary_runner(steps, out_idx, pad):
         try:
             for fn, (a, b), o, op in steps:
                 env[o] = fn(env[a], env[b])
-        except InvalidArgumentError:
-            raise
+        except InvalidArgumentError as e:
+            raise _located(op, e) from None
         except Exception as e:  # noqa: BLE001 - re-raised with the op and user line
             raise _runtime_error(op, e) from e
         return [env[i] for i in out_idx]
@@ -59,8 +59,8 @@ def _general_runner(steps, out_idx, pad):
         for fn, ins, outs, op in steps:
             try:
                 r = fn(*[env[i] for i in ins])
-            except InvalidArgumentError:
-                raise
+            except InvalidArgumentError as e:
+                raise _located(op, e) from None
             except Exception as e:  # noqa: BLE001 - re-raised with the op and user line
                 raise _runtime_error(op, e) from e
             if len(outs) == 1:
@@ -77,6 +77,17 @@ def _runtime_error(op, e):
     where = f" (created at {format_location(op.loc)})" if op.loc else ""
     return InvalidArgumentError(f"{op.type} '{op.name}'{where} failed at run time: "
                                 f"{type(e).__name__}: {e}")
+
+
+def _located(op, e):
+    """An op's own InvalidArgumentError, with the user's line that created the op (once)."""
+    if getattr(e, "_graphc_located", False) or not op.loc:
+        return e
+    from .context import format_location
+    new = InvalidArgumentError(f"{e} (op {op.type} '{op.name}' created at "
+                               f"{format_location(op.loc)})")
+    new._graphc_located = True
+    return new
 
 
 def run_graph(graph, args):
