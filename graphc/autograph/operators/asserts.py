@@ -17,7 +17,9 @@ def _assert_infer(types, message):
 
 def _assert_impl(condition, message):
     if not np.all(condition):
-        raise InvalidArgumentError(message)
+        err = InvalidArgumentError(message)
+        err._graphc_located = True      # the message already names the user's line
+        raise err
 
 
 register("assert", _assert_infer, _assert_impl, kind=IO, effectful=True, nondiff=True)
