@@ -977,3 +977,38 @@ def while_with_ternary_test(x):
         s = s + x[i]
         i += 1
     return s, i
+
+
+@case((f32(1.5), i32(3)), (f32(-1.0), i32(0)))
+def dict_loop_variable(x, n):
+    state = {"a": x, "b": x * 0.0}
+    for i in range(n):
+        state = {"a": state["a"] * 2.0, "b": state["b"] + state["a"]}
+    return state["a"], state["b"]
+
+
+@case((f32(1.5), i32(3)), (f32(-1.0), i32(1)))
+def tuple_loop_variable(x, n):
+    pair = (x, x + 1.0)
+    i = 0
+    while i < n:
+        pair = (pair[1], pair[0] + pair[1])
+        i += 1
+    return pair
+
+
+@case((f32(2.0),), (f32(-2.0),))
+def enumerate_python_list(x):
+    total = x * 0.0
+    for i, w in enumerate([0.5, 1.5, -1.0]):
+        if x * w > 0:
+            total = total + x * w * i
+    return total
+
+
+@case((V5, V5), (V3, V3))
+def zip_python_and_tensor_rows(x, y):
+    s = 0.0
+    for a, b in zip([0, 1, 2], [2, 1, 0]):
+        s = s + (x[a] if x[a] > y[b] else y[b])
+    return s

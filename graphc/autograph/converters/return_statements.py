@@ -62,3 +62,34 @@ def transform(fn, namer):
     for s in fin:
         n.copy_location(s, body[-1] if body else fn)
     fn.body = doc + init + new_body + fin
+    if not _flag_read(fn, flag):
+        fn.body = _drop_assignments(fn.body, flag)
+
+
+def _flag_read(fn, flag):
+    """Whether anything tests `do_return` (a guard or a loop's exit flags)."""
+    for x in gast.walk(fn):
+        if isinstance(x, gast.Name) and x.id == flag and isinstance(x.ctx, gast.Load):
+            return True
+        if flag in getattr(x, "ag_exit_flags", ()):
+            return True
+    return False
+
+
+def _drop_assignments(stmts, flag):
+    """Remove `flag = ...` statements (the flag is never read: every return moved into
+    branches that end the function)."""
+    out = []
+    for s in stmts:
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 and \
+                isinstance(s.targets[0], gast.Name) and s.targets[0].id == flag:
+            continue
+        if not isinstance(s, SCOPES):
+            for field in ("body", "orelse", "finalbody"):
+                if getattr(s, field, None):
+                    setattr(s, field, _drop_assignments(getattr(s, field), flag) or
+                            [gast.Pass()])
+            for h in getattr(s, "handlers", []) or []:
+                h.body = _drop_assignments(h.body, flag) or [gast.Pass()]
+        out.append(s)
+    return out
