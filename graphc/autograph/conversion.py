@@ -1,4 +1,5 @@
 """Which callables are converted, the per-function cache, and building converted functions."""
+import __future__
 import functools
 import inspect
 import sys
@@ -18,6 +19,10 @@ _cache = weakref.WeakKeyDictionary()     # function -> converted function (or it
 _by_code = weakref.WeakKeyDictionary()   # original code object -> transformer.Converted
 _converted_code = weakref.WeakSet()      # code objects that came out of the converter
 _warned = set()
+# `from __future__ import ...` features of the user's module apply to its converted code
+_FUTURE_FLAGS = 0
+for _name in __future__.all_feature_names:
+    _FUTURE_FLAGS |= getattr(__future__, _name).compiler_flag
 
 
 class AutoGraphWarning(UserWarning):
@@ -95,7 +100,8 @@ def converted_code(fn):
     if done is None:
         node, filename = function_node(fn)
         try:
-            done = transformer.convert(node, filename, code.co_freevars)
+            done = transformer.convert(node, filename, code.co_freevars,
+                                       code.co_flags & _FUTURE_FLAGS)
         except SyntaxError as e:   # a construct the converter cannot express
             raise SourceUnavailable(f"its converted code does not compile ({e})") from None
         _register(done.code)

@@ -57,7 +57,7 @@ def _function_scopes(node):
     return out
 
 
-def convert(node, filename, freevars):
+def convert(node, filename, freevars, future_flags=0):
     """Convert FunctionDef or Lambda `node` (in place); compile it inside a factory taking
     `ag__` and the original free variables; return a Converted."""
     lints = lint.find(node)
@@ -80,11 +80,11 @@ def convert(node, filename, freevars):
             for fn in _function_scopes(node)[1:]:
                 if not _has_yield(fn):
                     converter.function(fn)
-    code = _compile(node, filename, freevars)
+    code = _compile(node, filename, freevars, future_flags)
     return Converted(node, code, lints, filename)
 
 
-def _compile(node, filename, freevars):
+def _compile(node, filename, freevars, future_flags):
     if isinstance(node, gast.FunctionDef):
         body = [node, gast.Return(value=n.load(node.name))]
         name = node.name
@@ -95,7 +95,7 @@ def _compile(node, filename, freevars):
     n.copy_location(factory, node)
     module = gast.Module(body=[factory], type_ignores=[])
     tree = ast.fix_missing_locations(gast.gast_to_ast(module))
-    module_code = compile(tree, filename, "exec", dont_inherit=True)
+    module_code = compile(tree, filename, "exec", flags=future_flags, dont_inherit=True)
     factory_code = next(c for c in module_code.co_consts if getattr(c, "co_name", None) == FACTORY)
     return next(c for c in factory_code.co_consts if getattr(c, "co_name", None) == name)
 

@@ -249,3 +249,16 @@ def test_nonlocal_and_global_assignments_in_converted_blocks():
 
 
 _GLOBAL_SEEN = 0
+
+
+def test_future_annotations_of_the_module_apply_to_converted_code(tmp_path, monkeypatch):
+    (tmp_path / "future_mod.py").write_text(
+        "from __future__ import annotations\n"
+        "def f(x):\n"
+        "    def inner(v: NotDefinedAnywhere) -> Nope:\n"
+        "        return v * 2.0 if v > 0 else v\n"
+        "    return inner(x)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import future_mod
+    assert float(gc.function(future_mod.f)(gc.constant(3.0))) == 6.0
+    assert float(gc.function(future_mod.f)(gc.constant(-3.0))) == -3.0
