@@ -141,3 +141,33 @@ def test_lint_findings_appear_as_comments_in_to_code(fn, marker, needle):
     comments = [ln.strip() for ln in src.splitlines() if ln.strip().startswith("# graphc lint")]
     assert any(f"(line {line_of(marker)})" in c and needle in c for c in comments), src
     compile(src, "<to_code>", "exec")
+
+
+class Holder:
+    def __init__(self):
+        self.last = None
+
+
+_HOLDER = Holder()
+
+
+def stores_attribute_in_branch(x):
+    if x > 0:  # store-if
+        _HOLDER.last = x
+    return x
+
+
+def stores_attribute_python_branch(x, flag):
+    if flag:
+        _HOLDER.last = x
+    return x
+
+
+def test_attribute_assigned_in_tensor_branch_warns():
+    ws = lint_warnings(stores_attribute_in_branch, gc.constant(1.0))
+    assert len(ws) == 1
+    msg = str(ws[0].message)
+    assert f":{line_of('store-if')}" in msg and "local variable" in msg
+    assert lint_warnings(stores_attribute_python_branch, gc.constant(1.0), True) == []
+    src = gc.autograph.to_code(stores_attribute_in_branch)
+    assert f"# graphc lint (line {line_of('store-if')}): _HOLDER.last assigned" in src

@@ -35,6 +35,8 @@ def find(fn):
             _call(node, loops, found)
         if isinstance(node, gast.For):
             _unroll(node, found)
+        if isinstance(node, (gast.If, gast.While, gast.For)):
+            _stores_in_block(node, found)
         if isinstance(node, LOOPS):
             visit(node.iter if isinstance(node, gast.For) else node.test, loops)
             for s in node.body + node.orelse:
@@ -82,6 +84,30 @@ def _dotted(expr):
     if isinstance(expr, gast.Name):
         parts.append(expr.id)
     return ".".join(reversed(parts))
+
+
+def _stores_in_block(node, found):
+    """`obj.attr = ...` / `obj[k] = ...` inside an if/loop: not carried as a variable."""
+    targets = []
+    stack = list(node.body) + list(node.orelse)
+    while stack:
+        s = stack.pop()
+        if isinstance(s, SCOPES):
+            continue
+        if isinstance(s, (gast.Assign, gast.AugAssign)):
+            for t in (s.targets if isinstance(s, gast.Assign) else [s.target]):
+                if isinstance(t, (gast.Attribute, gast.Subscript)):
+                    targets.append(_dotted(t) if isinstance(t, gast.Attribute) else
+                                   f"{_root_name(t.value) or 'item'}[...]")
+        stack.extend(c for c in gast.iter_child_nodes(s) if isinstance(c, gast.stmt))
+    if targets:
+        what = "if" if isinstance(node, gast.If) else ("while" if isinstance(node, gast.While)
+                                                        else "for")
+        names = ", ".join(sorted(set(targets)))
+        found.append((node.lineno, "store", f"{names} assigned inside this `{what}`: on a "
+                      "tensor condition it is written while tracing (every branch, one "
+                      "iteration), not per run; assign a local variable inside and store it "
+                      f"after the `{what}`"))
 
 
 def _unroll(node, found):

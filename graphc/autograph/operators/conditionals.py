@@ -1,6 +1,8 @@
 """`if` statements and `a if c else b`: Python branching on Python values, `cond` on tensors."""
 from ...runtime import control_flow, nest
+from ...runtime.context import user_location
 from ...runtime.tensor import is_symbolic
+from . import lint
 from .state import (as_result, as_tuple, check_carried, flat_names, where,
                     zeros_like_type)
 from .undefined import Undefined
@@ -19,6 +21,7 @@ def if_stmt(cond, true_fn, false_fn, names=(), args=()):
     """
     if not is_symbolic(cond):
         return true_fn(*args) if cond else false_fn(*args)
+    lint.confirm_store("if", user_location())
     return _graph_if(cond, true_fn, false_fn, tuple(names), tuple(args), where())
 
 

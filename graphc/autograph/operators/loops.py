@@ -158,6 +158,7 @@ def _below_limit(i, limit, delta, dtype):
 
 def _graph_loop(test, body, names, state, loc, kind):
     """One `while_loop` over `state`; undefined loop variables are filled or reported."""
+    lint.confirm_store(kind, context.user_location())
     state = _define_undefined(body, names, state, loc, kind)
     keep = [k for k, v in enumerate(state) if not isinstance(v, Undefined)]
     full = list(state)
