@@ -5,7 +5,7 @@ import re
 import subprocess
 import sys
 
-import numpy as np
+import pytest
 
 import graphc as gc
 from graphc.cli import main as cli_main
@@ -62,20 +62,39 @@ def test_docs_show_real_to_code_output():
 
 
 # -- the command line -------------------------------------------------------------------
-CORPUS_PATH = str(ROOT / "tests" / "autograph" / "corpus.py")
+SCRIPT = """import graphc as gc
+
+LIMIT = 3
 
 
-def test_cli_prints_converted_source(capsys):
-    assert cli_main(["to-code", f"{CORPUS_PATH}::break_on_negative"]) == 0
+def break_on_negative(x, n):
+    s = 0.0
+    for i in range(n):
+        if x[i] < 0:
+            break
+        s = s + x[i]
+    return s
+"""
+
+
+@pytest.fixture
+def script(tmp_path):
+    path = tmp_path / "user_script.py"
+    path.write_text(SCRIPT)
+    return str(path)
+
+
+def test_cli_prints_converted_source(capsys, script):
+    assert cli_main(["to-code", f"{script}::break_on_negative"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("def break_on_negative(x, n):") and "ag__.for_stmt" in out
     assert cli_main(["to-code", "tests.autograph.corpus:Scaler.__call__"]) == 0
     assert "def __call__(self, x):" in capsys.readouterr().out
 
 
-def test_cli_bad_targets_give_one_line_and_status_2(capsys):
-    for target in (f"{CORPUS_PATH}::no_such_function", "missing_dir/missing.py::f",
-                   "no_such_module_xyz:f", f"{CORPUS_PATH}", f"{CORPUS_PATH}::V3"):
+def test_cli_bad_targets_give_one_line_and_status_2(capsys, script):
+    for target in (f"{script}::no_such_function", "missing_dir/missing.py::f",
+                   "no_such_module_xyz:f", script, f"{script}::LIMIT"):
         assert cli_main(["to-code", target]) == 2, target
         err = capsys.readouterr().err
         assert err.startswith("graphc to-code: error:") and err.count("\n") == 1, err
