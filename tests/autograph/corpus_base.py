@@ -5,8 +5,6 @@ Every function runs in plain Python on numpy values and through @gc.function on 
 """
 import numpy as np
 
-import graphc as gc
-
 CORPUS = []
 
 

@@ -1,8 +1,6 @@
 """Corpus: if/elif/else, ternaries, and/or/not on tensors and Python values."""
-import numpy as np
-
 import graphc as gc
-from .corpus_base import case, f32, i32, V3, V5, M23, I4  # noqa: F401
+from .corpus_base import case, f32, V3, V5
 
 
 # -- if / elif / else and ternary ----------------------------------------------------------

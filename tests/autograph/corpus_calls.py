@@ -1,8 +1,5 @@
 """Corpus: return anywhere; helpers, closures, lambdas and methods called from converted code."""
-import numpy as np
-
-import graphc as gc
-from .corpus_base import case, f32, i32, V3, V5, M23, I4  # noqa: F401
+from .corpus_base import case, f32, i32, V3, V5, M23
 
 
 # -- return anywhere -------------------------------------------------------------------

@@ -2,10 +2,8 @@
 import numpy as np
 
 import graphc as gc
-from .corpus_base import case, f32, i32, V3, V5, M23, I4  # noqa: F401
+from .corpus_base import case, f32, i32, V3, V5, M23
 
-
-from .corpus_calls import _clip_positive  # noqa: F401
 
 
 # -- Python values inside tensor loops, mixed nesting --------------------------------------

@@ -1,7 +1,5 @@
 """Recursive conversion, caching, do_not_convert, source-less functions, loops over ranges,
 tensors and TensorArrays, and the runtime operators' Python fallbacks."""
-import warnings
-
 import numpy as np
 import pytest
 

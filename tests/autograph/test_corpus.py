@@ -1,6 +1,5 @@
 """Each corpus function: plain Python on numpy == @gc.function on tensors; and its to_code
 output compiles and gives the same result."""
-import numpy as np
 import pytest
 
 import graphc as gc
