@@ -17,7 +17,7 @@ class NumpyBackend:
 
 
 BACKENDS = {"numpy": NumpyBackend}
-AUTO_ORDER = ["numpy"]   # "auto" picks the first available (numba joins once it passes all tests)
+AUTO_ORDER = ["numba", "numpy"]   # "auto" picks the first available
 _LAZY = {"numba": "graphc.kernels.cpu"}   # imported on first use: numba is slow to import
 
 
