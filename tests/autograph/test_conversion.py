@@ -260,3 +260,20 @@ def test_future_annotations_of_the_module_apply_to_converted_code(tmp_path, monk
     import future_mod
     assert float(gc.function(future_mod.f)(gc.constant(3.0))) == 6.0
     assert float(gc.function(future_mod.f)(gc.constant(-3.0))) == -3.0
+
+
+def returns_in_loop_or_falls_off(xs):
+    for v in xs:
+        if v > 0:
+            return v
+
+
+def test_falling_off_the_end_after_lowered_returns_gives_none():
+    conv = gc.autograph.to_graph(returns_in_loop_or_falls_off)
+    assert conv([-1.0, 2.0]) == 2.0 and conv([-1.0]) is None
+
+    @gc.function
+    def f(x):
+        return returns_in_loop_or_falls_off(x)
+    with pytest.raises(ValueError, match="returns None on one path"):
+        f(gc.constant([1.0, 2.0]))     # a tensor path returns a value, another returns None

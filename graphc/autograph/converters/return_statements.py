@@ -11,7 +11,7 @@ import gast
 
 from ..pyct import nodes as n
 from ..pyct.analysis import SCOPES
-from .jumps import JumpLowering
+from .jumps import ALWAYS, JumpLowering
 
 
 def _returns_inside(body):
@@ -52,6 +52,9 @@ def transform(fn, namer):
     if body and isinstance(body[0], gast.Expr) and isinstance(body[0].value, gast.Constant) \
             and isinstance(body[0].value.value, str):
         doc, body = [body[0]], body[1:]
+    if body and lowering.kind(body) != ALWAYS:
+        # falling off the end returns None, as in Python
+        body = body + [n.copy_location(gast.Return(value=None), body[-1])]
     new_body, _ = lowering.block(body)
     first = body[0] if body else fn
     init = [n.assign_value(flag, n.const(False)),

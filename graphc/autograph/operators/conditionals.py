@@ -58,6 +58,8 @@ def _trace_cond(cond, true_fn, false_fn, names, args, plan, seen, loc):
             seen[side] = out
             if side == "false" and _needs_retry(seen, plan, n):
                 raise _Retry()
+            if side == "false":
+                _check_return_paths(names, kept, seen, loc)
             result = []
             for k in kept:
                 v = out[k]
@@ -81,6 +83,19 @@ def _trace_cond(cond, true_fn, false_fn, names, args, plan, seen, loc):
     for k, v in zip(kept, out if nest.is_nest(out) else [out]):
         full[k] = v
     return full
+
+
+def _check_return_paths(names, kept, seen, loc):
+    """A lowered return value that is None on one side only: a missing `return`."""
+    for k in kept:
+        t, f = seen["true"][k], seen["false"][k]
+        if names[k].startswith("retval_") and (t is None) != (f is None) and \
+                not isinstance(t, Undefined) and not isinstance(f, Undefined):
+            raise ValueError(
+                f"the function returns None on one path and a value on another, split by the "
+                f"tensor condition of the `if` at {loc}: both branches are traced into the "
+                "graph, so every path must return a value of the same dtype (add the missing "
+                "`return`, or return a default value at the end)")
 
 
 def _needs_retry(seen, plan, n):
