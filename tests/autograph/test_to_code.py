@@ -106,3 +106,12 @@ def test_cli_help_documents_the_command():
     assert r.returncode == 0
     assert "PATH.py::FUNC" in r.stdout and "module.sub:FUNC" in r.stdout
     assert "status 2" in r.stdout
+
+
+def test_to_code_without_source_raises_oserror_saying_why():
+    ns = {}
+    exec("def made(x):\n    return x\n", ns)
+    with pytest.raises(OSError, match="no source"):
+        gc.autograph.to_code(ns["made"])
+    with pytest.raises(TypeError, match="not a Python function"):
+        gc.autograph.to_code(3)

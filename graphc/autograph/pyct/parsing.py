@@ -9,7 +9,7 @@ import gast
 _trees = {}   # filename -> (source text, gast module)
 
 
-class SourceUnavailable(Exception):
+class SourceUnavailable(OSError):
     """The function's source cannot be found or parsed; the message says why."""
 
 
