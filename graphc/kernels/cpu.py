@@ -12,7 +12,7 @@ from ..runtime.backends import register_backend
 from ..runtime.registry import REGISTRY
 from . import cache, codegen, loops
 from .fusion import fuse
-from .groups import PAR_MIN, GroupRunner
+from .groups import GroupRunner
 
 
 class Plan:
@@ -164,8 +164,12 @@ def describe(graph):
         for (key, klass), d in runner.decisions.items():
             extra = ""
             if "kernel_s" in d:
-                extra = f" (kernel {d['kernel_s'] * 1e6:.1f} us vs numpy {d['numpy_s'] * 1e6:.1f} us)"
-            lines.append(f"    choice for {klass}: {d['choice']}{extra} [{d.get('source', '')}]")
+                times = ", ".join(f"{v} {d[v + '_s'] * 1e6:.1f} us"
+                                  for v in ("serial", "parallel", "numpy") if v + "_s" in d)
+                extra = f" ({times})"
+            what = d["choice"] + (f" ({d['variant']})" if d["choice"] == "kernel" and
+                                  "variant" in d else "")
+            lines.append(f"    choice for {klass}: {what}{extra} [{d.get('source', '')}]")
         for reason in runner.fallbacks:
             lines.append(f"    fallback: {reason}")
         kernels = list(runner.used.values())
@@ -180,11 +184,7 @@ def describe(graph):
             lines.append(f"    kernel {key[:12]} not run yet ({on_disk}; used once the group "
                          f"sees {_min_size_text()} elements or more):")
             if None not in g.domain:
-                size = 1
-                for d in g.domain:
-                    size *= d
-                klass = "x".join(map(str, g.domain)) + (
-                    "/par" if size >= PAR_MIN and len(g.axes or ()) < g.rank else "")
+                klass = "x".join(map(str, g.domain))
                 saved = cache.get_choice(key, klass)
                 lines.append(f"    choice for {klass}: " + (
                     f"{saved['choice']} (measured in an earlier run)" if saved else

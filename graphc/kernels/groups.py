@@ -127,12 +127,12 @@ class GroupRunner:
             lay.ready[flat] = ready = (None, False, {"choice": "numpy"})
             return ready
         self.used[kern.key] = kern
-        par = lay.size >= PAR_MIN and len(spec.axes) < spec.rank
-        klass = "x".join(map(str, lay.domain)) + ("/par" if par else "")
+        par_ok = lay.size >= PAR_MIN and len(spec.axes) < spec.rank
+        klass = "x".join(map(str, lay.domain))
         decision = self.decisions.get((kern.key, klass))
         if decision is None:
-            decision = self._decide(kern, klass, arrays, lay, flat, par)
-        lay.ready[flat] = ready = (kern, par, decision)
+            decision = self._decide(kern, klass, arrays, lay, flat, par_ok)
+        lay.ready[flat] = ready = (kern, decision.get("variant") == "parallel", decision)
         return ready
 
     def _note(self, reason):
@@ -155,16 +155,25 @@ class GroupRunner:
             return [o.reshape(s) for o, s in zip(outs, lay.out_shapes)]
         return outs
 
-    def _decide(self, kern, klass, arrays, lay, flat, par):
+    def _decide(self, kern, klass, arrays, lay, flat, par_ok):
+        """Time the kernel (one thread, and prange when big enough) against the numpy
+        rules on these very inputs and keep the fastest; persisted beside the cache."""
         mode = choice_mode()
         saved = cache.get_choice(kern.key, klass) if mode == "measure" else None
         if saved is not None:
             decision = dict(saved, source="disk")
-        else:
+            self.decisions[(kern.key, klass)] = decision
+            return decision
+        variants = ["serial", "parallel"] if par_ok else ["serial"]
+        if mode != "measure":
+            variants = variants[-1:]
+        times, first = {}, None
+        for variant in variants:
+            run = partial(self._run_kernel, kern, arrays, lay, flat, variant == "parallel")
             try:
                 t0 = time.perf_counter()
-                self._run_kernel(kern, arrays, lay, flat, par)   # compiles or loads
-                first = time.perf_counter() - t0
+                run()                                           # compiles or loads
+                first = first or time.perf_counter() - t0
             except Exception as e:  # noqa: BLE001 - a kernel that cannot compile falls back
                 kern.error = f"kernel failed to compile/run: {type(e).__name__}: {e}"
                 if kern.status == "hit":
@@ -173,16 +182,18 @@ class GroupRunner:
                 decision = {"choice": "numpy", "reason": kern.error}
                 self.decisions[(kern.key, klass)] = decision
                 return decision
-            decision = {"choice": "kernel", "first_call_s": first}
             if mode == "measure":
-                tk = _best(lambda: self._run_kernel(kern, arrays, lay, flat, par))
-                tn = _best(lambda: self.run_numpy(arrays))
-                decision = {"choice": "kernel" if tk <= tn else "numpy", "kernel_s": tk,
-                            "numpy_s": tn, "first_call_s": first}
-                cache.put_choice(kern.key, klass, decision)
-            elif mode == "numpy":
-                decision = {"choice": "numpy", "reason": "GRAPHC_KERNEL_CHOICE=numpy"}
-            decision["source"] = "measured" if mode == "measure" else "forced"
+                times[variant] = _best(run)
+        variant = min(times, key=times.get) if times else variants[-1]
+        decision = {"choice": "kernel", "variant": variant, "first_call_s": first}
+        if mode == "measure":
+            tn = _best(lambda: self.run_numpy(arrays))
+            decision.update({f"{v}_s": t for v, t in times.items()}, kernel_s=times[variant],
+                            numpy_s=tn, choice="kernel" if times[variant] <= tn else "numpy")
+            cache.put_choice(kern.key, klass, decision)
+        elif mode == "numpy":
+            decision = {"choice": "numpy", "reason": "GRAPHC_KERNEL_CHOICE=numpy"}
+        decision["source"] = "measured" if mode == "measure" else "forced"
         self.decisions[(kern.key, klass)] = decision
         return decision
 
@@ -191,11 +202,11 @@ def _best(fn, budget=0.05):
     """Best of a few timed runs, fewer when one run is slow."""
     best = math.inf
     start = time.perf_counter()
-    for _ in range(5):
+    for k in range(5):
         t0 = time.perf_counter()
         fn()
         best = min(best, time.perf_counter() - t0)
-        if time.perf_counter() - start > budget:
+        if k and time.perf_counter() - start > budget:
             break
     return best
 

@@ -255,3 +255,17 @@ def test_loop_with_tensor_state_falls_back_with_reason():
     ((op, runner, reason),) = _loop_report(f, x)
     assert runner is None and "shape [4]" in reason
     assert "interpreted, because" in cpu.describe(f.get_concrete_function(x).graph)
+
+
+def test_measured_choice_times_both_kernel_variants(monkeypatch):
+    monkeypatch.setenv("GRAPHC_KERNEL_CHOICE", "measure")
+    monkeypatch.setattr(groups, "PAR_MIN", 0)
+    f = gc.function(lambda x: gc.exp(x * 0.25) - gc.sqrt(x * x + 1.0), backend="numba")
+    x = np.linspace(-3, 3, 40, dtype=np.float32).reshape(8, 5)
+    np.testing.assert_allclose(f(x).numpy(), np.exp(x * 0.25) - np.sqrt(x * x + 1), rtol=1e-6)
+    ((_, decision),) = _plan(f, x).groups[0].decisions.items()
+    assert decision["serial_s"] > 0 and decision["parallel_s"] > 0
+    best = min(decision["serial_s"], decision["parallel_s"])
+    assert decision["kernel_s"] == best
+    assert decision["variant"] == ("serial" if decision["serial_s"] == best else "parallel")
+    assert decision["choice"] == ("kernel" if best <= decision["numpy_s"] else "numpy")
