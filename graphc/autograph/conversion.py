@@ -104,6 +104,9 @@ def converted_code(fn):
                                        code.co_flags & _FUTURE_FLAGS)
         except SyntaxError as e:   # a construct the converter cannot express
             raise SourceUnavailable(f"its converted code does not compile ({e})") from None
+        except Exception as e:  # noqa: BLE001 - a converter limitation must not break the call
+            raise SourceUnavailable(f"the converter failed on it ({type(e).__name__}: {e}); "
+                                    "please report this with the function's source") from e
         _register(done.code)
         _record_lints(done)
         _by_code[code] = done
