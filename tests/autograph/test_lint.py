@@ -171,3 +171,13 @@ def test_attribute_assigned_in_tensor_branch_warns():
     assert lint_warnings(stores_attribute_python_branch, gc.constant(1.0), True) == []
     src = gc.autograph.to_code(stores_attribute_in_branch)
     assert f"# graphc lint (line {line_of('store-if')}): _HOLDER.last assigned" in src
+
+
+def prints_formatted_tensor(x):
+    print(f"x = {x}")  # fstring-line
+    return x
+
+
+def test_print_of_a_formatted_tensor_warns():
+    ws = lint_warnings(prints_formatted_tensor, gc.constant(1.0))
+    assert len(ws) == 1 and f":{line_of('fstring-line')}" in str(ws[0].message)

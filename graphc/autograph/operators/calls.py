@@ -30,7 +30,8 @@ def _any_symbolic(args, kwargs):
 
 def print_(*args, **kwargs):
     """Python's print: it runs only while tracing (gc.print runs on every call)."""
-    if lint.tracing() and _any_symbolic(args, kwargs):
+    formatted = any(isinstance(a, str) and "(symbolic)>" in a for a in args)  # f"{tensor}"
+    if lint.tracing() and (_any_symbolic(args, kwargs) or formatted):
         lint.warn_once("print", "print() of a tensor runs only while tracing and shows a "
                        "symbolic tensor, not its value; use gc.print(...) to print values on "
                        "every call")
