@@ -26,3 +26,10 @@ def test_to_code_roundtrip(fn, args):
     rebuilt = run_to_code(fn)
     assert_same(gc.function(rebuilt, autograph=False)(*to_graph_args(args)), expected,
                 fn.__name__)
+
+
+@pytest.mark.parametrize("fn,args", CASES, ids=IDS)
+def test_numba_backend_agrees(fn, args):
+    pytest.importorskip("numba")
+    expected = as_expected(fn(*args))
+    assert_same(gc.function(fn, backend="numba")(*to_graph_args(args)), expected, fn.__name__)
