@@ -71,6 +71,3 @@ def check_carried(value, name, statement, loc, allow_none=False):
             "tensors, numbers or lists/tuples/dicts of them. Give it one value before the "
             f"`{statement}` and do not reassign it inside, or make it a tensor.")
 
-
-def undefined_names(values, names):
-    return [n for v, n in zip(values, names) if isinstance(v, Undefined)]

@@ -50,6 +50,3 @@ class UndefinedReturnValue(Undefined):
     def __init__(self, symbol_name="retval_"):
         super().__init__(symbol_name)
 
-
-def is_undefined(value):
-    return isinstance(value, Undefined)
