@@ -277,3 +277,17 @@ def test_falling_off_the_end_after_lowered_returns_gives_none():
         return returns_in_loop_or_falls_off(x)
     with pytest.raises(ValueError, match="returns None on one path"):
         f(gc.constant([1.0, 2.0]))     # a tensor path returns a value, another returns None
+
+
+def last_item(xs):
+    for v in xs:
+        last = v
+    return last
+
+
+def test_returning_a_never_assigned_variable_raises_like_python():
+    conv = gc.autograph.to_graph(last_item)
+    assert conv([1, 2]) == 2
+    with pytest.raises(UnboundLocalError, match="'last'"):
+        conv([])
+    assert "return ag__.ld(last)" in gc.autograph.to_code(last_item)

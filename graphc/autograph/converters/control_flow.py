@@ -24,6 +24,7 @@ class ControlFlowConverter:
     def __init__(self, namer):
         self.namer = namer
         self.globals, self.nonlocals = set(), set()   # declared names: never carried
+        self.maybe_undefined = set()                   # passed as ag__.Undefined somewhere
 
     def function(self, fn):
         """Convert the control flow of FunctionDef `fn` (and of functions nested in it)."""
@@ -49,6 +50,8 @@ class ControlFlowConverter:
             elif isinstance(s, gast.For):
                 out.extend(self.for_(s, maybe))
             else:
+                if isinstance(s, gast.Return):
+                    self._checked_return(s)
                 if isinstance(s, (gast.FunctionDef, gast.AsyncFunctionDef)):
                     self.function(s)
                 elif not isinstance(s, SCOPES):
@@ -68,8 +71,15 @@ class ControlFlowConverter:
         return ordered(set(names) - self.globals - self.nonlocals)
 
     def _values(self, names, maybe):
+        self.maybe_undefined |= {v for v in names if v not in maybe}
         return n.expr_tuple(n.load(v) if v in maybe else n.ag_call("Undefined", n.const(v))
                             for v in names)
+
+    def _checked_return(self, s):
+        """`return v` of a variable that may still be undefined: `return ag__.ld(v)`, so it
+        raises UnboundLocalError as Python would instead of returning a placeholder."""
+        if isinstance(s.value, gast.Name) and s.value.id in self.maybe_undefined:
+            s.value = n.copy_location(n.ag_call("ld", s.value), s.value)
 
     def _decls(self, stmts):
         bound = assigned(stmts)

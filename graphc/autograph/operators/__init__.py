@@ -5,8 +5,8 @@ from .conditionals import if_exp, if_stmt
 from .lint import TraceTimeSideEffectWarning
 from .logical import and_, not_, or_
 from .loops import LazyRange, for_stmt, while_stmt
-from .undefined import Undefined, UndefinedReturnValue
+from .undefined import Undefined, UndefinedReturnValue, ld
 
 __all__ = ["assert_", "call", "if_exp", "if_stmt", "and_", "not_", "or_", "for_stmt",
-           "while_stmt", "Undefined", "UndefinedReturnValue", "LazyRange",
+           "while_stmt", "Undefined", "UndefinedReturnValue", "ld", "LazyRange",
            "TraceTimeSideEffectWarning"]

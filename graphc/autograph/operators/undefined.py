@@ -50,3 +50,9 @@ class UndefinedReturnValue(Undefined):
     def __init__(self, symbol_name="retval_"):
         super().__init__(symbol_name)
 
+
+def ld(value):
+    """A variable read where it may be unassigned: the value, or Python's UnboundLocalError."""
+    if isinstance(value, Undefined) and not value.fillable:
+        value._raise()
+    return value
