@@ -121,7 +121,7 @@ def load_module(key, source):
         try:
             with open(path) as f:
                 found = f.read()
-            status = "hit" if found == text else "rebuilt"
+            status = "hit" if _code(found) == _code(text) else "rebuilt"
         except OSError:
             found = None
         except UnicodeDecodeError:
@@ -140,6 +140,17 @@ def load_module(key, source):
         sys.modules[name] = mod
         spec.loader.exec_module(mod)
     return mod, status
+
+
+def _code(text):
+    """Module text without comments: the same kernel made from ops on other user lines
+    (the comments name them) is the same cache entry, and its file is left alone."""
+    lines = []
+    for ln in text.splitlines():
+        ln = ln.split("  #")[0].rstrip()
+        if ln and not ln.lstrip().startswith("#"):
+            lines.append(ln)
+    return "\n".join(lines)
 
 
 def drop_compiled(py_path):

@@ -12,7 +12,7 @@ from ..runtime.backends import register_backend
 from ..runtime.registry import REGISTRY
 from . import cache, codegen, loops
 from .fusion import fuse
-from .groups import GroupRunner
+from .groups import KERNEL_NAME, GroupRunner
 
 
 class Plan:
@@ -225,4 +225,4 @@ def _preview(runner):
                         for j, d in enumerate(v.type.shape)) for v in g.inputs)
     spec = codegen.KernelSpec(g, flags, g.rank, [len(v.type.shape) for v in g.inputs],
                               g.axes or ())
-    return spec, codegen.generate(spec, g.name)
+    return spec, codegen.generate(spec, KERNEL_NAME)

@@ -36,26 +36,31 @@ def choice_mode():
 class _Kernel:
     """A generated module's two entry points, its source and how it was obtained."""
 
-    def __init__(self, key, spec, source, fname):
-        self.key, self.spec, self.source, self.fname = key, spec, source, fname
+    def __init__(self, key, spec, source, label):
+        self.key, self.spec, self.source, self.label = key, spec, source, label
         self.status = None
         self.error = None
         self.serial = self.parallel = None
 
     def load(self):
         mod, self.status = cache.load_module(self.key, self.source)
-        self.serial = getattr(mod, self.fname)
-        self.parallel = getattr(mod, self.fname + "_par")
+        self.serial = getattr(mod, KERNEL_NAME)
+        self.parallel = getattr(mod, KERNEL_NAME + "_par")
         if config.debug_level() >= 3:
-            print(f"// graphc kernel {self.fname} (cache {self.status}, key {self.key[:12]})\n"
+            print(f"// graphc kernel for {self.label} (cache {self.status}, key {self.key[:12]})\n"
                   f"{self.source}", file=sys.stderr)
 
 
-def get_kernel(spec, fname):
+# One fixed function name: the module text (and so its cache entry) depends only on the key,
+# not on which group of which graph asked for it first.
+KERNEL_NAME = "fused_kernel"
+
+
+def get_kernel(spec, label):
     key = cache.kernel_key(spec.canonical())
     k = _KERNELS.get(key)
     if k is None:
-        k = _Kernel(key, spec, codegen.generate(spec, fname), fname)
+        k = _Kernel(key, spec, codegen.generate(spec, KERNEL_NAME), label)
         try:
             k.load()
         except Exception as e:  # noqa: BLE001 - an unusable cache entry means numpy, not a crash

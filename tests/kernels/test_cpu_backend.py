@@ -160,7 +160,7 @@ def test_describe_lists_groups_sources_and_cache():
     f(x)
     text = cpu.describe(f.get_concrete_function(x).graph)
     assert "group_0" in text and "reduced axes [1]" in text
-    assert "def group_0(" in text and "test_cpu_backend.py" in text
+    assert "def fused_kernel(" in text and "test_cpu_backend.py" in text
     assert "kernel cache" in text and "hits" in text
 
 
@@ -169,7 +169,7 @@ def test_debug_level_3_prints_kernel_source(monkeypatch, capsys):
     groups._KERNELS.clear()
     gc.function(lambda v: gc.abs(v * 5.0) - v, backend="numba")(np.ones(5, np.float32))
     err = capsys.readouterr().err
-    assert "// graphc kernel group_0" in err and "abs(" in err and "test_cpu_backend.py:" in err
+    assert "// graphc kernel for group_0" in err and "abs(" in err and "test_cpu_backend.py:" in err
 
 
 def test_runtime_broadcast_with_unknown_dims_matches_numpy():
@@ -270,3 +270,17 @@ def test_measured_choice_times_both_kernel_variants(monkeypatch):
     assert decision["kernel_s"] == best
     assert decision["variant"] == ("serial" if decision["serial_s"] == best else "parallel")
     assert decision["choice"] == ("kernel" if best <= decision["numpy_s"] else "numpy")
+
+
+def test_identical_groups_share_one_cache_entry():
+    """The same group as group_0 of one graph and group_1 of another: one module, untouched."""
+    y = np.ones((2, 3), np.float32)
+    gc.function(lambda v: gc.exp(v * 3.0) + v, backend="numba")(y)
+    rebuilt = cache.STATS["rebuilt"]
+    groups._KERNELS.clear()
+    f = gc.function(lambda u, v: [gc.sqrt(u * 2.0) + 1.0, gc.exp(v * 3.0) + v], backend="numba")
+    out = f(np.ones(5, np.float32), y)
+    assert [r.group.name for r in _plan(f, np.ones(5, np.float32), y).groups] == \
+        ["group_0", "group_1"]
+    assert cache.STATS["rebuilt"] == rebuilt
+    np.testing.assert_allclose(out[1].numpy(), np.exp(3.0) + 1, rtol=1e-6)
