@@ -284,3 +284,40 @@ def test_identical_groups_share_one_cache_entry():
         ["group_0", "group_1"]
     assert cache.STATS["rebuilt"] == rebuilt
     np.testing.assert_allclose(out[1].numpy(), np.exp(3.0) + 1, rtol=1e-6)
+
+
+def test_top_level_scalar_cond_is_lowered_and_agrees():
+    def f(x):
+        if x > 0:
+            y = x * 2.0 + 1.0
+        else:
+            y = -x
+        return y
+    fast, ref = gc.function(f, backend="numba"), gc.function(f, backend="numpy")
+    for v in (3.0, -2.5, 0.0):
+        x = gc.constant(v)
+        assert float(fast(x)) == float(ref(x)) == (v * 2 + 1 if v > 0 else -v)
+    ((op, runner, reason),) = _loop_report(fast, gc.constant(1.0))
+    assert op.type == "cond" and runner is not None and runner.fn is not None
+
+
+def test_loops_are_interpreted_until_they_cost_enough(monkeypatch):
+    from graphc.kernels import loops
+    monkeypatch.setenv("GRAPHC_NUMBA_MIN_SIZE", "16384")
+    monkeypatch.setattr(loops, "LOOP_COMPILE_AFTER", 3600.0)
+
+    def count(n):
+        s = gc.constant(0)
+        i = gc.constant(0)
+        while i < n:
+            s += i * 3 % 5
+            i += 1
+        return s
+    f = gc.function(count, backend="numba")
+    n = gc.constant(37)
+    want = sum(i * 3 % 5 for i in range(37))
+    assert int(f(n)) == want and int(f(n)) == want
+    ((_, runner, _),) = _loop_report(f, n)
+    assert runner.fn is None and runner.interpreted_s > 0
+    monkeypatch.setattr(loops, "LOOP_COMPILE_AFTER", 0.0)
+    assert int(f(n)) == want and runner.fn is not None
