@@ -1,7 +1,9 @@
 """The reference interpreter: runs a Graph with each op's numpy rule, in program order.
 
 A graph is compiled once into a flat list of steps over a slot array, so a call costs one
-Python-level loop iteration per op and nothing else.
+Python-level loop iteration per op and nothing else. Each step also drops the intermediates
+it used last, so big temporaries are freed as early as in eager code (numpy then reuses
+warm memory instead of faulting in fresh pages for every op).
 """
 from functools import partial
 
@@ -28,13 +30,30 @@ def compile_graph(graph):
     steps = [_step(op, index) for op in graph.operations]
     out_idx = tuple(index[id(v)] for v in graph.outputs)
     pad = [None] * (len(index) - n_in)
-    simple = tuple((fn, ins, outs[0], op) for fn, ins, outs, op in steps if len(outs) == 1)
-    if len(simple) == len(steps) and all(len(ins) == 2 for _, ins, _, _ in simple):
+    dead = _last_uses(steps, n_in, set(out_idx))
+    simple = tuple((fn, ins, outs[0], op, d) for (fn, ins, outs, op), d in zip(steps, dead)
+                   if len(outs) == 1)
+    if len(simple) == len(steps) and all(len(s[1]) == 2 for s in simple):
         run = _binary_runner(simple, out_idx, pad)
     else:
-        run = _general_runner(steps, out_idx, pad)
+        run = _general_runner([s + (d,) for s, d in zip(steps, dead)], out_idx, pad)
     graph._plan = run
     return run
+
+
+def _last_uses(steps, n_in, keep):
+    """Per step, the intermediate slots no later step reads (freed right after it runs)."""
+    last = {}
+    for i, (_, ins, outs, _) in enumerate(steps):
+        for o in outs:
+            last[o] = i
+        for x in ins:
+            last[x] = i
+    dead = [[] for _ in steps]
+    for slot, i in last.items():
+        if slot >= n_in and slot not in keep:
+            dead[i].append(slot)
+    return [tuple(d) for d in dead]
 
 
 def _binary_runner(steps, out_idx, pad):
@@ -43,8 +62,10 @@ def _binary_runner(steps, out_idx, pad):
         env = args + pad
         op = None
         try:
-            for fn, (a, b), o, op in steps:
+            for fn, (a, b), o, op, dead in steps:
                 env[o] = fn(env[a], env[b])
+                for d in dead:
+                    env[d] = None
         except InvalidArgumentError as e:
             raise _located(op, e) from None
         except Exception as e:  # noqa: BLE001 - re-raised with the op and user line
@@ -56,7 +77,7 @@ def _binary_runner(steps, out_idx, pad):
 def _general_runner(steps, out_idx, pad):
     def run(args):
         env = args + pad
-        for fn, ins, outs, op in steps:
+        for fn, ins, outs, op, dead in steps:
             try:
                 r = fn(*[env[i] for i in ins])
             except InvalidArgumentError as e:
@@ -68,6 +89,8 @@ def _general_runner(steps, out_idx, pad):
             elif outs:
                 for o, x in zip(outs, r):
                     env[o] = x
+            for d in dead:
+                env[d] = None
         return [env[i] for i in out_idx]
     return run
 
