@@ -245,3 +245,27 @@ def test_parallel_variant_agrees(monkeypatch):
 def test_empty_tensors_agree():
     x = np.zeros((0, 3), np.float32)
     _agree(lambda a: [gc.exp(a * 2.0) + 1.0] + [_op(n)(a * 2.0, axis=0) for n in REDUCE], x)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(op=st.sampled_from(["add", "subtract", "multiply", "maximum", "minimum", "mod"]),
+       dtype=st.sampled_from(["int32", "float32", "float64"]), n=st.integers(0, 40),
+       start=st.integers(-5, 5))
+def test_compiled_scalar_loops_agree(op, dtype, n, start):
+    """A while loop over scalars, compiled whole on numba, against the interpreter."""
+    def loop(acc, k):
+        i = gc.constant(0)
+        while i < k:
+            step = gc.cast(i % 3 + 1, acc.dtype)
+            acc = _op(op)(acc, step) if op != "mod" else acc % (step + 2) + step
+            i += 1
+        return acc
+    acc, k = gc.constant(np.asarray(start, dtype)), gc.constant(np.int32(n))
+    ref = gc.function(loop, backend="numpy")(acc, k)
+    fast = gc.function(loop, backend="numba")
+    res = fast(acc, k)
+    assert res.dtype == ref.dtype and res.shape == ()
+    np.testing.assert_allclose(res.numpy(), ref.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(loop(acc, k).numpy(), ref.numpy(), rtol=1e-6)   # eager
+    ((_, runner, reason),) = fast.get_concrete_function(acc, k).graph._numba_plan.loops
+    assert runner is not None and runner.fn is not None, reason
