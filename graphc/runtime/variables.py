@@ -1,4 +1,6 @@
 """gc.Variable: mutable state that compiled functions read and write by reference."""
+import sys
+
 import numpy as np
 
 from .. import dtypes as _dt
@@ -34,12 +36,27 @@ def _assign(var, value):
     var._value = np.array(value, dtype=var._value.dtype, copy=True).reshape(var._value.shape)
 
 
+# The variable's array is updated in place only when nothing else refers to it: no tensor
+# returned by an earlier read, no interpreter slot still holding one. Anything else gets a
+# fresh array (copy on write), so values read before an assign never change.
+_SOLE_OWNER_REFS = sys.getrefcount(np.zeros(1)) + 2   # argument + var._value + local name
+
+
+def _update(var, value, ufunc):
+    a = var._value
+    if (sys.getrefcount(a) <= _SOLE_OWNER_REFS and type(a) is np.ndarray
+            and a.flags.writeable and a.flags.owndata):
+        ufunc(a, value, out=a, casting="unsafe")
+    else:
+        var._value = ufunc(a, value).astype(a.dtype, copy=False)
+
+
 def _assign_add(var, value):
-    var._value = (var._value + value).astype(var._value.dtype, copy=False)
+    _update(var, value, np.add)
 
 
 def _assign_sub(var, value):
-    var._value = (var._value - value).astype(var._value.dtype, copy=False)
+    _update(var, value, np.subtract)
 
 
 register("read_variable", _read_infer, lambda var: var._value, kind=STATE, effectful=True)

@@ -238,3 +238,22 @@ def test_random_statistics():
     gc.random.set_seed(0)
     x = gc.random.normal([20000], mean=3.0, stddev=2.0).numpy()
     assert abs(x.mean() - 3.0) < 0.1 and abs(x.std() - 2.0) < 0.1
+
+
+def test_updates_never_change_values_read_earlier():
+    v = gc.Variable(np.ones(3, np.float32))
+    before = v.read_value()
+    v.assign_add(np.ones(3, np.float32))        # `before` still refers to the old array
+    v.assign_sub(np.full(3, 0.5, np.float32))   # sole owner now: may update in place
+    np.testing.assert_array_equal(before.numpy(), [1, 1, 1])
+    np.testing.assert_array_equal(v.numpy(), [1.5, 1.5, 1.5])
+
+    @gc.function
+    def f():
+        a = v.read_value()
+        v.assign_add(np.ones(3, np.float32))
+        return a
+    kept = [f(), f()]
+    np.testing.assert_array_equal(kept[0].numpy(), [1.5] * 3)
+    np.testing.assert_array_equal(kept[1].numpy(), [2.5] * 3)
+    np.testing.assert_array_equal(v.numpy(), [3.5] * 3)
