@@ -1,7 +1,7 @@
 """Per-call overhead of a cached gc.function: f(x, y) = x + y on two scalar tensors.
 
 Reports medians, measured side by side in one run: numpy's own add, eager graphc, and the
-compiled call on the numpy backend. Usage: python benchmarks/dispatch_bench.py [--json FILE]
+compiled call on the numpy backend and on the default ("auto") backend. Usage: python benchmarks/dispatch_bench.py [--json FILE]
 """
 import argparse
 import json
@@ -26,12 +26,15 @@ def main(argv=None):
     x, y = gc.constant(1.0), gc.constant(2.0)
     xn, yn = np.float32(1.0), np.float32(2.0)
     f = gc.function(lambda a, b: a + b, backend="numpy")
-    f(x, y)
-    assert float(f(x, y)) == 3.0 and f.tracing_count == 1
+    g = gc.function(lambda a, b: a + b)                  # backend="auto"
+    for fn in (f, g):
+        fn(x, y)
+        assert float(fn(x, y)) == 3.0 and fn.tracing_count == 1
     rows = {
         "numpy add (np.float32 scalars)": median_us(lambda: np.add(xn, yn)),
         "graphc eager x + y": median_us(lambda: x + y),
         "graphc gc.function cached call": median_us(lambda: f(x, y)),
+        "  same, backend='auto'": median_us(lambda: g(x, y)),
     }
     print(f"dispatch benchmark ({platform.processor() or platform.machine()}, "
           f"python {platform.python_version()}, numpy {np.__version__})")
