@@ -41,3 +41,12 @@ def check(fn, *args):
     got = gc.function(fn)(*to_graph_args(args))
     assert_same(got, expected, fn.__name__)
     return got
+
+
+def marker_line(path, marker):
+    """The line number in `path` of the line ending with `# <marker>`."""
+    with open(path) as f:
+        for i, text in enumerate(f, 1):
+            if text.rstrip().endswith(f"# {marker}"):
+                return i
+    raise AssertionError(marker)

@@ -1,4 +1,5 @@
 """Every AutoGraph error names the variable and the user's file:line."""
+import functools
 import traceback
 
 import numpy as np
@@ -6,16 +7,11 @@ import pytest
 
 import graphc as gc
 
+from .harness import marker_line
+
 HERE = __file__
 
-
-def line_of(marker):
-    """The line number in this file of the line ending with `# <marker>`."""
-    with open(HERE) as f:
-        for i, text in enumerate(f, 1):
-            if text.rstrip().endswith(f"# {marker}"):
-                return i
-    raise AssertionError(marker)
+line_of = functools.partial(marker_line, HERE)
 
 
 def defined_in_one_branch(x):

@@ -1,5 +1,6 @@
 """The trace-time side-effect lint: runtime warnings with the user's file:line, and the same
 findings as comments in to_code output."""
+import functools
 import random
 import time
 import warnings
@@ -10,15 +11,11 @@ import pytest
 import graphc as gc
 from graphc.autograph import TraceTimeSideEffectWarning
 
+from .harness import marker_line
+
 HERE = __file__
 
-
-def line_of(marker):
-    with open(HERE) as f:
-        for i, text in enumerate(f, 1):
-            if text.rstrip().endswith(f"# {marker}"):
-                return i
-    raise AssertionError(marker)
+line_of = functools.partial(marker_line, HERE)
 
 
 def lint_warnings(fn, *args):

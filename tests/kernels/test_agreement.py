@@ -23,21 +23,7 @@ REDUCE = ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min"]
 TOL = {"float32": dict(rtol=2e-5, atol=1e-6), "float64": dict(rtol=1e-12, atol=1e-14)}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def kernel_env(tmp_path_factory):
-    """One kernel cache per test run; kernels forced on for tiny test shapes."""
-    cache = tmp_path_factory.getbasetemp() / "graphc-kernel-cache"
-    cache.mkdir(mode=0o700, exist_ok=True)
-    saved = {k: os.environ.get(k) for k in ("GRAPHC_CACHE_DIR", "GRAPHC_NUMBA_MIN_SIZE",
-                                            "GRAPHC_KERNEL_CHOICE")}
-    os.environ.update(GRAPHC_CACHE_DIR=str(cache), GRAPHC_NUMBA_MIN_SIZE="0",
-                      GRAPHC_KERNEL_CHOICE="kernel")
-    yield
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+pytestmark = pytest.mark.usefixtures("kernel_env")  # tests/kernels/conftest.py
 
 
 def _agree(fn, *arrays):

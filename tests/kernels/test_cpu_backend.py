@@ -15,21 +15,7 @@ from graphc.runtime.backends import get_backend
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def kernel_env(tmp_path_factory):
-    """One kernel cache per test run; kernels forced on for tiny test shapes."""
-    cache_dir = tmp_path_factory.getbasetemp() / "graphc-kernel-cache"
-    cache_dir.mkdir(mode=0o700, exist_ok=True)
-    saved = {k: os.environ.get(k) for k in ("GRAPHC_CACHE_DIR", "GRAPHC_NUMBA_MIN_SIZE",
-                                            "GRAPHC_KERNEL_CHOICE")}
-    os.environ.update(GRAPHC_CACHE_DIR=str(cache_dir), GRAPHC_NUMBA_MIN_SIZE="0",
-                      GRAPHC_KERNEL_CHOICE="kernel")
-    yield cache_dir
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+pytestmark = pytest.mark.usefixtures("kernel_env")  # tests/kernels/conftest.py
 
 
 def chain(x, a, b):
