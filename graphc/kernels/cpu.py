@@ -103,6 +103,8 @@ def _optimized(graph):
     try:
         return optimize(graph), None
     except Exception as e:  # noqa: BLE001 - run the unoptimized graph, say why in describe()
+        if os.environ.get("GRAPHC_VERIFY"):
+            raise           # under test, a failing pass is a bug to see, not to hide
         return graph, f"optimize() failed: {type(e).__name__}: {e}"
 
 
