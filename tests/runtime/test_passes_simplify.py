@@ -145,3 +145,18 @@ def test_shape_specialization_leaves_a_bad_runtime_shape_to_fail_at_run_time():
     assert out.operations[-1].inputs[1] is vec
     with pytest.raises(gc.errors.InvalidArgumentError, match="reshape"):
         run_graph(out, [np.zeros((2, 3), np.float32)])
+
+
+def test_stop_gradient_is_an_identity_after_tracing():
+    def f(x):
+        with gc.GradientTape() as tape:
+            tape.watch(x)
+            y = gc.stop_gradient(x * 2.0) * x
+        return y, tape.gradient(y, x)
+    g = graph_of(f, spec(3))
+    assert any(op.type == "stop_gradient" for op in g.operations)
+    out = apply(algebraic, g)
+    assert not any(op.type == "stop_gradient" for op in out.operations)
+    xs = np.array([1.0, -2.0, 3.0], np.float32)
+    same_outputs(g, out, [xs])
+    np.testing.assert_allclose(run_graph(out, [xs])[1], 2.0 * xs)   # d/dx (sg(2x) * x) = 2x

@@ -1,8 +1,9 @@
 """Algebraic simplification: identities that make an op return one of its inputs.
 
 x*1, 1*x, x+0, 0+x, x-0, x/1, negative(negative(x)), cast to the same dtype, reshape or
-broadcast_to the same static shape, transpose by the identity permutation, and transpose
-of transpose (removed, or merged into one transpose).
+broadcast_to the same static shape, transpose by the identity permutation, transpose
+of transpose (removed, or merged into one transpose), and stop_gradient (an identity once
+the graph is traced: gradients were built while tracing, before any pass runs).
 
 Every rewrite is exact, bit for bit, as the reference interpreter computes:
 - the result's dtype and shape must be the operand's: x + 0 where the 0 broadcasts x to a
@@ -103,4 +104,5 @@ def _transpose(rw, ins, attrs):
 
 _RULES = {"multiply": _multiply, "add": _add, "subtract": _subtract, "divide": _divide,
           "negative": _negative, "cast": _cast, "reshape": _same_static_shape,
-          "broadcast_to": _same_static_shape, "transpose": _transpose}
+          "broadcast_to": _same_static_shape, "transpose": _transpose,
+          "stop_gradient": lambda rw, ins, attrs: ins[0]}
