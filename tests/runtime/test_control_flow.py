@@ -1,6 +1,4 @@
 """gc.cond (and cond/while together): eager vs traced vs Python, errors, effects, text."""
-import collections
-import functools
 import io
 
 import numpy as np
@@ -9,17 +7,8 @@ from hypothesis import given, settings, strategies as st
 
 import graphc as gc
 from graphc.runtime import nest
+from cf_helpers import Pair, both, function, small_floats
 from graphc.runtime.graph import walk
-
-function = functools.partial(gc.function, autograph=False)
-Pair = collections.namedtuple("Pair", "a b")
-small_floats = st.floats(-100, 100, width=32)
-
-
-def both(fn, *args):
-    """fn run eagerly and as a compiled function, on tensors made from `args`."""
-    tensors = [gc.constant(a) for a in args]
-    return fn(*tensors), function(fn)(*tensors)
 
 
 # -- cond ----------------------------------------------------------------------------------

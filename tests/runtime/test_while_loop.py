@@ -1,23 +1,11 @@
 """gc.while_loop: eager vs traced vs plain Python, loop-var nests, invariants, errors."""
-import collections
-import functools
-
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import graphc as gc
 from graphc.runtime import nest
-
-function = functools.partial(gc.function, autograph=False)
-Pair = collections.namedtuple("Pair", "a b")
-small_floats = st.floats(-100, 100, width=32)
-
-
-def both(fn, *args):
-    """fn run eagerly and as a compiled function, on tensors made from `args`."""
-    tensors = [gc.constant(a) for a in args]
-    return fn(*tensors), function(fn)(*tensors)
+from cf_helpers import Pair, both, function, small_floats
 
 
 def _collatz(n):
