@@ -34,7 +34,7 @@ class Function:
         self._created_variables = False
         self._warned = False
         self._converted = None
-        self._signature = _param_info(python_function, skip_self=_bound_to is not None)
+        self._signature = _ParamInfo(python_function, skip_self=_bound_to is not None)
         self.input_signature = None
         if input_signature is not None:
             self.input_signature = _check_input_signature(input_signature, self._signature)
@@ -249,12 +249,6 @@ class _ParamInfo:
                 args.append(v)
         return args, kwargs
 
-    def arg_names(self):
-        return self.names
-
-
-def _param_info(fn, skip_self):
-    return _ParamInfo(fn, skip_self)
 
 
 def _check_input_signature(specs, params):
@@ -262,10 +256,9 @@ def _check_input_signature(specs, params):
     for s in specs:
         if not isinstance(s, sig.TensorSpec):
             raise TypeError(f"input_signature must be a list of gc.TensorSpec, got {s!r}")
-    if params.has_var or len(specs) > len(params.params):
-        if not params.has_var:
-            raise TypeError(f"input_signature has {len(specs)} specs but the function takes "
-                            f"{len(params.params)} arguments")
+    if not params.has_var and len(specs) > len(params.params):
+        raise TypeError(f"input_signature has {len(specs)} specs but the function takes "
+                        f"{len(params.params)} arguments")
     return specs
 
 
