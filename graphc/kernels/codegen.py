@@ -12,6 +12,11 @@ Layout of a kernel over domain axes i0..i{R-1} with reduced axes A and kept axes
 
 Every statement casts to the op's dtype, so int32 wraps and float32 stays float32 exactly
 as the numpy rules do; each carries a comment naming the op and the user's file:line.
+
+A group with sin/cos/tan also gets `_fast` variants: they call the vectorized polynomials
+(`fast_sin`...), which are exact below 2**53 (float32) or 2**47 (float64), and return how many
+trig arguments were beyond that; the runner then redoes the group with the whole-range
+functions, so typical inputs run ~2x faster and huge ones still get the right answer.
 """
 import os
 
@@ -24,6 +29,7 @@ from .fusion import REDUCTIONS
 EXPENSIVE = {"exp", "log", "log1p", "tanh", "sin", "cos", "tan", "erf", "pow", "sqrt",
              "rsqrt"}
 FASTMATH = {"reassoc", "contract", "nsz"}   # never nnan/ninf: NaN and inf keep their meaning
+TRIG = {"sin", "cos", "tan"}                # have a fast variant checked by fast_trig_miss
 
 
 def np_name(dtype):
@@ -73,13 +79,16 @@ def _update(kind, acc, v, cast, floating):
     return [f"{acc} = {acc} | {v}"]
 
 
-def statement(op, args):
-    """`op`'s scalar template applied to argument expressions, cast to its output dtype."""
+def statement(op, args, fast=False):
+    """`op`'s scalar template applied to argument expressions, cast to its output dtype
+    (`fast`: trig ops call their reduced-range variant)."""
     opdef = REGISTRY[op.type]
     extra = {}
     if "dtype" in op.attrs:
         extra["dtype"] = np_name(op.attrs["dtype"])
     expr = opdef.scalar.format(*args, **extra)
+    if fast and op.type in TRIG:
+        expr = "fast_" + expr
     out = op.outputs[0].type.dtype
     if out.name == "bool":
         return expr          # comparisons, logic and cast-to-bool already give a bool
@@ -115,21 +124,31 @@ class KernelSpec:
         return "\n".join(lines)
 
 
+def has_fast_variant(group):
+    return any(op.type in TRIG for op in group.ops)
+
+
 def generate(spec, fname):
-    """Module source defining `fname` (serial) and `fname_par` (prange outer loop)."""
-    body = _Body(spec).lines()
+    """Module source defining `fname` (serial) and `fname_par` (prange outer loop), and for
+    groups with trig ops `fname_fast` and `fname_fast_par` (see the module docstring)."""
     src = ["import numpy as np", "from numba import njit, prange",
            "from graphc.kernels.scalar import *  # noqa: F401,F403", ""]
     params = _params(spec)
-    for name, rng in ((fname, "range"), (fname + "_par", "prange")):
-        src.append(f"def {name}({params}):")
-        src.extend("    " + ln.replace("RANGE0(", rng + "(") for ln in body)
-        src.append("")
+    variants = [(fname, False)]
+    if has_fast_variant(spec.group):
+        variants.append((fname + "_fast", True))
     fm = "{" + ", ".join(repr(f) for f in sorted(FASTMATH)) + "}"
-    src.append(f"{fname} = njit(cache=True, error_model='numpy', fastmath={fm})({fname})")
-    src.append(f"{fname}_par = njit(cache=True, parallel=True, error_model='numpy', "
-               f"fastmath={fm})({fname}_par)")
-    return "\n".join(src) + "\n"
+    for base, fast in variants:
+        body = _Body(spec, fast).lines()
+        for name, rng in ((base, "range"), (base + "_par", "prange")):
+            src.append(f"def {name}({params}):")
+            src.extend("    " + ln.replace("RANGE0(", rng + "(") for ln in body)
+            src.append("")
+        src.append(f"{base} = njit(cache=True, error_model='numpy', fastmath={fm})({base})")
+        src.append(f"{base}_par = njit(cache=True, parallel=True, error_model='numpy', "
+                   f"fastmath={fm})({base}_par)")
+        src.append("")
+    return "\n".join(src)
 
 
 def _params(spec):
@@ -141,8 +160,10 @@ def _params(spec):
 
 
 class _Body:
-    def __init__(self, spec):
+    def __init__(self, spec, fast=False):
         self.spec = spec
+        self.fast = fast
+        self.misses = []        # accumulators of fast_trig_miss, one per trig op
         g = spec.group
         self.g = g
         self.R = spec.rank
@@ -194,8 +215,14 @@ class _Body:
 
     def _stmt(self, op):
         v = op.outputs[0]
-        return f"{self.names[id(v)]} = {statement(op, [self._ref(i) for i in op.inputs])}" \
-               f"  # {op.type} {where(op)}"
+        args = [self._ref(i) for i in op.inputs]
+        line = f"{self.names[id(v)]} = {statement(op, args, self.fast)}  # {op.type} {where(op)}"
+        if not (self.fast and op.type in TRIG):
+            return [line]
+        acc = f"miss_{self.names[id(v)]}"
+        if acc not in [m[0] for m in self.misses]:
+            self.misses.append((acc, np_name(v.type.dtype)))
+        return [line, f"{acc} += fast_trig_miss({args[0]})"]
 
     def _closure(self, sinks, stop=()):
         """ids of the full-level values needed for `sinks` (not looking past `stop`)."""
@@ -244,7 +271,7 @@ class _Body:
             if vid in ready:
                 stmts.append(f"{name} = buf_{name}[i{a}]  # {op.type} computed in an earlier pass")
                 continue
-            stmts.append(self._stmt(op))
+            stmts.extend(self._stmt(op))
             if vid in self.buffered:
                 stmts.append(f"buf_{name}[i{a}] = {name}")
         self.in_buffer |= need & self.buffered
@@ -293,7 +320,7 @@ class _Body:
             if op.type in REDUCTIONS:
                 out.extend(self._reduction(op, pad))
             elif self.level[id(v)] != "full":
-                out.append(sp + self._stmt(op))
+                out.extend(sp + ln for ln in self._stmt(op))
             if id(v) in self.out_index:
                 if self._is_full_output(v):
                     full_outs.append(v)
@@ -306,6 +333,10 @@ class _Body:
                      f"{self.names[id(v)]}" for v in full_outs]
             out.append(sp + "# store the full-size outputs")
             out.extend(self._inner(body, pad))
+        if self.misses:    # reduction variables: prange sums them across threads
+            out = [f"{acc} = {dt}(0)  # fast-trig arguments beyond range" for acc, dt in
+                   self.misses] + out
+            out.append("return " + " + ".join(acc for acc, _ in self.misses))
         if not out:
             out.append("pass")
         return out

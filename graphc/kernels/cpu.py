@@ -184,7 +184,11 @@ def describe(graph):
         kernels = list(runner.used.values())
         if kernels:
             for k in kernels:
-                lines.append(f"    kernel {k.key[:12]} (cache {k.status}):")
+                redo = ""
+                if k.fast is not None:
+                    redo = (f"; fast trig, redone with whole-range trig on {k.redone} call(s) "
+                            "whose arguments reached 2**53 (float32) / 2**47 (float64)")
+                lines.append(f"    kernel {k.key[:12]} (cache {k.status}{redo}):")
                 lines.extend("      " + ln for ln in k.source.splitlines())
         else:
             spec, src = _preview(runner)

@@ -41,11 +41,25 @@ class _Kernel:
         self.status = None
         self.error = None
         self.serial = self.parallel = None
+        self.fast = None        # (serial, parallel) fast-trig variants, if the group has trig
+        self.redone = 0         # calls where a trig argument missed the fast range
 
     def load(self):
         mod, self.status = cache.load_module(self.key, self.source)
         self.serial = getattr(mod, KERNEL_NAME)
         self.parallel = getattr(mod, KERNEL_NAME + "_par")
+        if hasattr(mod, KERNEL_NAME + "_fast"):
+            self.fast = (getattr(mod, KERNEL_NAME + "_fast"),
+                         getattr(mod, KERNEL_NAME + "_fast_par"))
+
+    def run(self, par, args):
+        """Run the kernel; with fast trig, redo with the whole-range one if an argument missed
+        (every output is rewritten in full, so the redo leaves no trace of the fast try)."""
+        if self.fast is None:
+            (self.parallel if par else self.serial)(*args)
+        elif self.fast[par](*args):
+            self.redone += 1
+            (self.parallel if par else self.serial)(*args)
         if config.debug_level() >= 3:
             print(f"// graphc kernel for {self.label} (cache {self.status}, key {self.key[:12]})\n"
                   f"{self.source}", file=sys.stderr)
@@ -154,8 +168,7 @@ class GroupRunner:
             ins = arrays
             outs = [np.empty(s, v.type.dtype.np) for s, v in zip(lay.out_shapes, g.outputs)]
             dims = lay.domain
-        fn = kern.parallel if par else kern.serial
-        fn(*ins, *outs, *dims)
+        kern.run(par, (*ins, *outs, *dims))
         if flat:
             return [o.reshape(s) for o, s in zip(outs, lay.out_shapes)]
         return outs

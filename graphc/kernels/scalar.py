@@ -89,14 +89,24 @@ def erf(a):
     return math.erf(a)
 
 
+# Without vecmath the "fast" variants are the plain ones and never ask for a redo.
+fast_sin, fast_cos, fast_tan = sin, cos, tan
+
+
+@njit(**_INLINE)
+def fast_trig_miss(a):
+    return 0.0
+
+
 def _use_vecmath():
     """Replace the libm-backed functions with vecmath's vectorizable ones where it has them."""
     try:
-        from .vecmath import SCALAR_FUNCS
+        from . import vecmath
     except Exception:  # noqa: BLE001 - vecmath is optional; a broken one must not break kernels
         return ()
     used = []
-    for name, fn in dict(SCALAR_FUNCS).items():
+    fast = {n: getattr(vecmath, n) for n in ("fast_sin", "fast_cos", "fast_tan", "fast_trig_miss")}
+    for name, fn in dict(vecmath.SCALAR_FUNCS, **fast).items():
         if name in _REPLACEABLE:
             globals()[name] = fn
             used.append(name)
@@ -104,8 +114,9 @@ def _use_vecmath():
 
 
 _REPLACEABLE = {"exp", "log", "log1p", "sin", "cos", "tan", "tanh", "erf", "sqrt", "sigmoid",
-                "pow"}
+                "pow", "fast_sin", "fast_cos", "fast_tan", "fast_trig_miss"}
 VECMATH_USED = _use_vecmath()
 
 __all__ = ["max", "min", "sign", "floor", "ceil", "rint", "sqrt", "exp", "log", "log1p", "sin",
-           "cos", "tan", "tanh", "erf", "bool_", "float32", "float64", "int32", "int64"]
+           "cos", "tan", "tanh", "erf", "fast_sin", "fast_cos", "fast_tan", "fast_trig_miss",
+           "bool_", "float32", "float64", "int32", "int64"]

@@ -9,17 +9,21 @@ compiles to SIMD code (`<8 x float>` on AVX2).
 
 Use them inside `numba.njit` code: `exp(x)`, `pow(x, y)`... They are generic over float32 and
 float64 (integers are computed in float64, like numpy), accurate to a few ulp over the whole
-range including inf, nan, -0.0 and denormals. The one exception: float64 sin/cos/tan are computed
-for |x| < 2**47 only and return nan beyond (float32 ones cover the whole range). They keep their
-own fast-math flags (only FMA contraction), so a caller's `fastmath=True` cannot fold away their
-nan/inf handling.
+range including inf, nan, -0.0 and denormals. float64 sin/cos/tan call libm (whole range, not
+vectorized); `fast_sin/cos/tan` are the vectorized polynomials, exact over |x| < 2**53 (float32)
+or 2**47 (float64) and nan beyond, and `fast_trig_miss(x)` is 1 where an argument is beyond that
+range, so a kernel can run the fast variant and redo the work with the whole-range one only when
+some argument missed. They keep their own fast-math flags (only FMA contraction), so a caller's
+`fastmath=True` cannot fold away their nan/inf handling.
 Checked exhaustively over all 2**32 float32 inputs against float64 numpy rounded to float32:
 max error 1 ulp (exp, log, log1p, tanh, erf), 2 (sin, cos), 3 (sigmoid), 4 (tan).
 Called from Python they also work, elementwise on scalars and arrays (slowly: for tests).
 
 `SCALAR_FUNCS` maps the names used in the op registry's scalar templates to these functions;
-`FAST_SCALAR_FUNCS` swaps in `fast_sin/cos/tan`, which drop float32's huge-argument path.
+`FAST_SCALAR_FUNCS` swaps in `fast_sin/cos/tan`, which leave out the huge-argument paths.
 """
+import math
+
 import numba
 import numpy as np
 from numba import types
@@ -31,11 +35,12 @@ from .vecmath_explog import make_exp, make_log, make_log1p
 from .vecmath_pow import make_pow
 from .vecmath_special import make_erf, make_sigmoid, make_tanh
 from .vecmath_trig import (F32_FAST_ACCURATE_BELOW, F64_ACCURATE_BELOW, make_cos, make_sin,
-                           make_tan)
+                           make_tan, make_trig_miss)
 from .vecmath_ulp import max_ulp_error, ulp_distance  # noqa: F401 - public helpers
 
 __all__ = ["exp", "log", "log1p", "tanh", "sigmoid", "sin", "cos", "tan", "erf", "pow",
            "sqrt", "floor", "ceil", "rint", "sign", "abs", "fast_sin", "fast_cos", "fast_tan",
+           "fast_trig_miss",
            "SCALAR_FUNCS", "FAST_SCALAR_FUNCS", "ulp_distance", "max_ulp_error",
            "F64_ACCURATE_BELOW", "F32_FAST_ACCURATE_BELOW"]
 
@@ -98,14 +103,25 @@ log = _define("log", make_log, 1, "Natural log: -inf at +-0, nan for x < 0, inf 
 log1p = _define("log1p", make_log1p, 1, "log(1 + x), exact for tiny x; -inf at -1.")
 tanh = _define("tanh", make_tanh, 1, "Hyperbolic tangent; saturates to +-1, keeps -0.0.")
 sigmoid = _define("sigmoid", make_sigmoid, 1, "1 / (1 + exp(-x)), precise down to denormals.")
-sin = _define("sin", make_sin, 1, "Sine; nan for inf/nan (float64: nan for |x| >= 2**47).")
-cos = _define("cos", make_cos, 1, "Cosine; nan for inf/nan (float64: nan for |x| >= 2**47).")
-tan = _define("tan", make_tan, 1, "Tangent; nan for inf/nan (float64: nan for |x| >= 2**47).")
-_FAST_DOC = ("{0} without float32's Payne-Hanek path: nan for |x| >= 2**53 (float32) or 2**47"
-             " (float64), about 3x cheaper than `{0}` in float32 loops.")
+def _whole_range(make, libm_fn):
+    """float32: the vectorized polynomial with its Payne-Hanek path; float64: libm, since a
+    float64 Payne-Hanek would need ~17 words of 2/pi per lane."""
+    libm = numba.njit(error_model="numpy")(lambda x: libm_fn(x))
+    return lambda ft: make(ft) if ft is np.float32 else libm
+
+
+sin = _define("sin", _whole_range(make_sin, math.sin), 1, "Sine; nan for inf/nan.")
+cos = _define("cos", _whole_range(make_cos, math.cos), 1, "Cosine; nan for inf/nan.")
+tan = _define("tan", _whole_range(make_tan, math.tan), 1, "Tangent; nan for inf/nan.")
+_FAST_DOC = ("{0} as a vectorizable polynomial without a huge-argument path: nan for |x| >= "
+             "2**53 (float32) or 2**47 (float64), about 3x cheaper than `{0}` in float32 loops.")
 fast_sin = _define("fast_sin", lambda ft: make_sin(ft, fast=True), 1, _FAST_DOC.format("sin"))
 fast_cos = _define("fast_cos", lambda ft: make_cos(ft, fast=True), 1, _FAST_DOC.format("cos"))
 fast_tan = _define("fast_tan", lambda ft: make_tan(ft, fast=True), 1, _FAST_DOC.format("tan"))
+fast_trig_miss = _define(
+    "fast_trig_miss", make_trig_miss, 1,
+    "1 (in x's float type) where fast_sin/cos/tan(x) is nan although sin/cos/tan(x) is not "
+    "(finite |x| beyond the fast range), else 0: a sum of these tells a kernel to redo.")
 erf = _define("erf", make_erf, 1, "Error function; +-1 beyond the saturation edge.")
 pow = _define("pow", make_pow, 2,  # noqa: A001 - the template name
               "x**y with the C99 special cases (pow(x, 0) = 1, pow(1, y) = 1, pow(-1, inf) = 1,"
@@ -146,5 +162,5 @@ abs = _define("abs", lambda ft: _bits.fabs, 1, "|x| (clears a float's sign bit).
 # Template names of the op registry's scalar templates -> functions for generated kernels.
 SCALAR_FUNCS = {f.__name__: f for f in (exp, log, log1p, tanh, sigmoid, sin, cos, tan, erf,
                                         pow, sqrt, floor, ceil, rint, sign, abs)}
-# The same with the reduced-range trig: for kernels that trade |x| >= 2**53 (nan) for speed.
+# The same with the reduced-range trig: for kernels that check fast_trig_miss and redo.
 FAST_SCALAR_FUNCS = dict(SCALAR_FUNCS, sin=fast_sin, cos=fast_cos, tan=fast_tan)

@@ -5,7 +5,9 @@ up to 2**53, float64: up to 2**47). float32 adds an integer Payne-Hanek reductio
 |x| >= 2**47 (bits of 2/pi cut out with variable shifts, no table gather), computed for every
 lane and kept by `select`, so it is accurate over the whole range without a branch; the `fast`
 variants leave it out (about 3x cheaper) and return nan from 2**53. float64 has no Payne-Hanek
-path (it would need ~17 words of 2/pi per lane): from 2**47 it returns nan, not a wrong number.
+path (it would need ~17 words of 2/pi per lane): from 2**47 it returns nan, not a wrong number,
+and `vecmath.sin` etc. use libm for float64 instead. `make_trig_miss` flags the arguments a
+polynomial variant cannot handle, so kernels can redo those rare cases with the whole-range one.
 """
 from fractions import Fraction
 
@@ -210,3 +212,15 @@ def make_sin(ft, fast=False):
 def make_cos(ft, fast=False):
     """cos(x): nan for inf/nan; `fast` as for `make_sin`."""
     return _make_sincos(ft, True, fast)
+
+
+def make_trig_miss(ft):
+    """1 where |x| is finite but at or beyond the fast variants' range, else 0 (in `ft`)."""
+    limit = ft(F64_ACCURATE_BELOW if ft is np.float64 else F32_FAST_ACCURATE_BELOW)
+    zero, one, inf = ft(0), ft(1), ft(np.inf)
+
+    @numba.njit(**JIT)
+    def miss(x):
+        a = fabs(x)
+        return select((a >= limit) & (a < inf), one, zero)
+    return inlined(miss)

@@ -225,7 +225,26 @@ def test_parallel_variant_agrees(monkeypatch):
     got = _agree(_softmax, x)
     np.testing.assert_allclose(got[0].numpy().sum(axis=1), 1.0, rtol=1e-5)
     _agree(lambda a: gc.tanh(a * 2.0) * gc.exp(-a * a) + 0.5 * gc.sin(a), x)
-    assert sum(bool(k.parallel and k.parallel.signatures) for k in groups._KERNELS.values()) >= 2
+    par = [k.fast[1] if k.fast else k.parallel for k in groups._KERNELS.values()]
+    assert sum(bool(p and p.signatures) for p in par) >= 2
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("par", [False, True])
+def test_fast_trig_kernel_redoes_huge_arguments_with_whole_range_trig(monkeypatch, dtype, par):
+    """Trig kernels run the reduced-range polynomials first and redo the group with the
+    whole-range functions when an argument reaches 2**53 (float32) / 2**47 (float64)."""
+    from graphc.kernels import groups
+    monkeypatch.setattr(groups, "PAR_MIN", 0 if par else 1 << 62)
+    x = np.random.default_rng(4).uniform(-10, 10, (6, 5)).astype(dtype)
+    fn = lambda a: [gc.sin(a) * 2.0 + gc.cos(a * 0.5), gc.tan(a) - a]  # noqa: E731
+    redone = lambda: sum(k.redone for k in groups._KERNELS.values() if k.fast)  # noqa: E731
+    before = redone()
+    _agree(fn, x)
+    assert redone() == before
+    x[1, 2], x[4, 0], x[5, 4] = 1e30, -2.0 ** 52, np.inf
+    _agree(fn, x)
+    assert redone() > before
 
 
 def test_empty_tensors_agree():
