@@ -1,10 +1,13 @@
-"""Whole-loop compilation: a `while`/`cond` op over scalars becomes one native numba function.
+"""Whole-loop compilation: a `while`/`cond` op becomes one native numba function.
 
-A region is lowerable when every value in it is a scalar (rank-0 tensor) and every op is
-an elementwise op with a scalar template, a scalar constant, element access `x[i, j]`
-into a captured tensor, or a nested `while`/`cond` that is lowerable itself. The loop then
-runs as a native `while True:` with `if/else`, with no interpreter work per iteration.
-Anything else raises NotLowerable with the reason, and the region runs in the interpreter.
+A region is lowerable when every value in it is a scalar or a small tensor of static shape
+(see `loops_tensor`), and every op is an elementwise op with a scalar template, a
+reduction, argmax/argmin, matmul, a simple shape op, a constant, an indexing `x[i, ...]`
+with ints and static slices, or a nested `while`/`cond` that is lowerable itself. The loop
+then runs as a native `while True:` with `if/else`, with no interpreter work per iteration;
+scalars are local variables and tensors preallocated buffers. Anything else raises
+NotLowerable with the reason (naming the op and the user's line), and the region runs in
+the interpreter.
 """
 import os
 import sys
@@ -17,39 +20,18 @@ from ..runtime.registry import REGISTRY, ELEMENTWISE
 from ..runtime.types import TensorType
 from . import cache
 from .codegen import np_name, statement, where
-from .fusion import SUPPORTED_DTYPES
+from .loops_tensor import (MAX_LOOP_TENSOR_ELEMENTS, SUPPORTED_TENSOR_OPS,  # noqa: F401
+                           TENSOR_OPS, NotLowerable, TensorLowering, check_value, dims_text,
+                           literal, static_shape)
 
 
-class NotLowerable(Exception):
-    """Why a control-flow region cannot be compiled as one native function."""
-
-
-def _scalar_ok(v, what):
-    t = v.type
-    if not isinstance(t, TensorType) or t.dtype.name not in SUPPORTED_DTYPES:
-        raise NotLowerable(f"{what} '%{v.name}' is {t}, not a numeric or bool tensor")
-    if t.shape != ():
-        raise NotLowerable(f"{what} '%{v.name}' has shape {list(t.shape)}; only scalars are "
-                           "carried through compiled loops")
-
-
-def _literal(value):
-    arr = np.asarray(value)
-    v = arr.item()
-    if arr.dtype.kind == "b":
-        return "True" if v else "False"
-    if arr.dtype.kind == "f":
-        text = "np.nan" if v != v else ("np.inf" if v == np.inf else
-                                        "-np.inf" if v == -np.inf else repr(float(v)))
-        return f"{arr.dtype.name}({text})"
-    return f"{arr.dtype.name}({int(v)})"
-
-
-class _Emitter:
+class _Emitter(TensorLowering):
     def __init__(self):
         self.lines = []
+        self.allocs = []         # buffer allocations, run once at function entry
+        self.consts = []         # module-level tensor constants
         self.count = 0
-        self.arrays = set()      # names bound to arrays (captured tensors), not scalars
+        self.arrays = {}         # name -> shape, for names bound to arrays (not scalars)
 
     def fresh(self, base="t"):
         self.count += 1
@@ -72,91 +54,101 @@ class _Emitter:
         opdef = REGISTRY.get(op.type)
         loc = where(op)
         if op.type == "constant":
-            val = op.attrs["value"]
-            if np.ndim(val) != 0:
-                raise NotLowerable(f"constant {loc} is a tensor of shape {list(np.shape(val))}")
+            if np.ndim(op.attrs["value"]) != 0:
+                return self.tensor_constant(op, env, loc)
             env[id(op.outputs[0])] = name = self.fresh("c")
-            self.emit(depth, f"{name} = {_literal(val)}  # constant {loc}")
+            self.emit(depth, f"{name} = {literal(op.attrs['value'])}  # constant {loc}")
             return
         if op.type == "while":
             return self.while_op(op, env, depth)
         if op.type == "cond":
             return self.cond_op(op, env, depth)
         if op.type == "getitem":
-            return self.getitem(op, env, depth)
-        if opdef is None or opdef.kind != ELEMENTWISE or not opdef.scalar or opdef.effectful:
-            raise NotLowerable(f"{op.type} {loc} has no scalar lowering (only elementwise ops, "
-                               "scalar constants, element reads x[i] and nested loops/conds "
-                               "compile to native code)")
-        for v in op.inputs + op.outputs:
-            _scalar_ok(v, f"{op.type} {loc}: value")
-        args = [env[id(v)] for v in op.inputs]
-        if any(a in self.arrays for a in args):
-            raise NotLowerable(f"{op.type} {loc} reads a whole tensor")
-        env[id(op.outputs[0])] = name = self.fresh()
-        self.emit(depth, f"{name} = {statement(op, args)}  # {op.type} {loc}")
+            return self.getitem(op, env, depth, loc)
+        if opdef is not None and opdef.kind == ELEMENTWISE and opdef.scalar \
+                and not opdef.effectful:
+            for v in op.inputs + op.outputs:
+                check_value(v, f"{op.type} {loc}: value")
+            if op.outputs[0].type.shape != ():
+                return self.elementwise(op, env, depth, loc)
+            args = [env[id(v)] for v in op.inputs]
+            env[id(op.outputs[0])] = name = self.fresh()
+            self.emit(depth, f"{name} = {statement(op, args)}  # {op.type} {loc}")
+            return
+        if opdef is None or op.type not in TENSOR_OPS or opdef.effectful:
+            raise NotLowerable(f"{op.type} {loc} has no compiled-loop lowering (compiled loops "
+                               f"support {SUPPORTED_TENSOR_OPS})")
+        getattr(self, TENSOR_OPS[op.type])(op, env, depth, loc)
 
-    def getitem(self, op, env, depth):
-        loc = where(op)
-        src = op.inputs[0]
-        index = op.attrs["index"]
-        rank = len(src.type.shape)
-        if any(item[0] != "int" for item in index) or len(index) != rank:
-            raise NotLowerable(f"getitem {loc} is not a single-element read x[i, ...] "
-                               f"(index {index})")
-        arr = env[id(src)]
-        if arr not in self.arrays:
-            raise NotLowerable(f"getitem {loc} indexes a tensor computed inside the loop")
-        parts = []
-        for axis, item in enumerate(index):
-            v = item[1]
-            if isinstance(v, str):
-                iv = op.inputs[int(v[1:])]
-                _scalar_ok(iv, f"getitem {loc}: index")
-                expr = env[id(iv)]
-            else:
-                expr = str(int(v))
-            idx = self.fresh("k")
-            self.emit(depth, f"{idx} = {expr}")
-            self.emit(depth, f"if {idx} < -{arr}.shape[{axis}] or {idx} >= {arr}.shape[{axis}]:")
-            self.emit(depth + 1, f"raise IndexError('index out of range in getitem {op.name}')")
-            parts.append(idx)
-        env[id(op.outputs[0])] = name = self.fresh()
-        self.emit(depth, f"{name} = {arr}[{', '.join(parts)}]  # getitem {loc}")
+    def _state(self, v, src, what, depth, base):
+        """A fresh variable (scalar) or buffer (tensor) holding `src`, for loop state or a
+        cond result: later writes to it never touch `src`."""
+        if check_value(v, what) == ():
+            name = self.fresh(base)
+            self.emit(depth, f"{name} = {src}")
+            return name
+        static_shape(v, what)
+        name = self.buffer(v, base)
+        self.copy(name, src, self.arrays[name], depth, what)
+        return name
 
     def while_op(self, op, env, depth):
         cg, bg, n = op.attrs["cond"], op.attrs["body"], op.attrs["n_vars"]
         loc = where(op)
-        for v in op.inputs[:n]:
-            _scalar_ok(v, f"while {loc}: loop variable")
-        state = [self.fresh("s") for _ in range(n)]
-        for s, v in zip(state, op.inputs[:n]):
-            self.emit(depth, f"{s} = {env[id(v)]}")
+        state = [self._state(v, env[id(v)], f"while {loc}: loop variable", depth, "s")
+                 for v in op.inputs[:n]]
         caps = [env[id(v)] for v in op.inputs[n:]]
         self.emit(depth, f"while True:  # while {loc}")
         (pred,) = self.graph(cg, state + caps, depth + 1)
         self.emit(depth + 1, f"if not {pred}:")
         self.emit(depth + 2, "break")
         new = self.graph(bg, state + caps, depth + 1)
-        self.emit(depth + 1, f"{', '.join(state)} = {', '.join(new)}" + ("," if n == 1 else ""))
+        self._carry(state, new, depth + 1, loc)
         for v, s in zip(op.outputs, state):
             env[id(v)] = s
+
+    def _carry(self, state, new, depth, loc):
+        """state = new: tensors are copied into the state buffers, after first staging any
+        new value that is itself another state buffer (`a, b = b, a`)."""
+        tensors = [(s, x) for s, x in zip(state, new) if s in self.arrays and s != x]
+        staged = []
+        for s, x in tensors:
+            if x in state:
+                tmp = self.fresh("b")
+                self.allocs.append(f"{tmp} = np.empty_like({s})")
+                self.arrays[tmp] = self.arrays[s]
+                self.copy(tmp, x, self.arrays[s], depth, f"while {loc}: stage a swapped value")
+                x = tmp
+            staged.append((s, x))
+        for s, x in staged:
+            self.copy(s, x, self.arrays[s], depth, f"while {loc}: next state")
+        scalars = [(s, x) for s, x in zip(state, new) if s not in self.arrays]
+        if scalars:
+            self.emit(depth, f"{', '.join(s for s, _ in scalars)} = "
+                      f"{', '.join(x for _, x in scalars)}")
 
     def cond_op(self, op, env, depth):
         tb, fb = op.attrs["true_branch"], op.attrs["false_branch"]
         loc = where(op)
+        outs = []
         for v in op.outputs:
-            _scalar_ok(v, f"cond {loc}: result")
+            if check_value(v, f"cond {loc}: result") == ():
+                outs.append(self.fresh("r"))
+            else:
+                static_shape(v, f"cond {loc}: result")
+                outs.append(self.buffer(v, "r"))
         pred = env[id(op.inputs[0])]
         caps = [env[id(v)] for v in op.inputs[1:]]
-        outs = [self.fresh("r") for _ in op.outputs]
         self.emit(depth, f"if {pred}:  # cond {loc}")
-        for branch, d in ((tb, depth + 1), (fb, depth + 1)):
-            res = self.graph(branch, caps, d)
+        for branch in (tb, fb):
+            res = self.graph(branch, caps, depth + 1)
             for o, r, v in zip(outs, res, op.outputs):
-                self.emit(d, f"{o} = {np_name(v.type.dtype)}({r})")
+                if o in self.arrays:
+                    self.copy(o, r, self.arrays[o], depth + 1, f"cond {loc}: result")
+                else:
+                    self.emit(depth + 1, f"{o} = {np_name(v.type.dtype)}({r})")
             if not op.outputs:
-                self.emit(d, "pass")
+                self.emit(depth + 1, "pass")
             if branch is tb:
                 self.emit(depth, "else:")
         for v, o in zip(op.outputs, outs):
@@ -185,6 +177,7 @@ class LoopRunner:
         self.scalar_in = [isinstance(v.type, TensorType) and v.type.shape == ()
                           for v in op.inputs]
         self.out_types = [v.type.dtype.np.type for v in op.outputs]
+        self.scalar_out = [v.type.shape == () for v in op.outputs]
         self.single = len(op.outputs) == 1
         impl = REGISTRY[op.type].numpy
         self.fallback = lambda *a: impl(*a, **op.attrs)
@@ -230,15 +223,18 @@ class LoopRunner:
         """A straight-line Python wrapper for this arity: no per-call loops over arguments.
 
         Scalars go in as numpy scalars (`a[()]`) and come back as numpy scalars of the
-        result dtype, as the numpy rules give for rank-0 results."""
+        result dtype, as the numpy rules give for rank-0 results; tensors go in C-contiguous
+        (the kernel reshapes them) and come back as the kernel's own fresh arrays."""
         params = [f"a{k}" for k in range(len(self.scalar_in))]
-        args = [p + "[()]" if s else p for p, s in zip(params, self.scalar_in)]
-        outs = [f"T{k}(r[{k}])" for k in range(len(self.out_types))]
+        args = [p + "[()]" if s else f"asc({p})" for p, s in zip(params, self.scalar_in)]
+        outs = [f"T{k}(r[{k}])" if scalar else f"r[{k}]"
+                for k, scalar in enumerate(self.scalar_out)]
         ret = outs[0] if self.single else (f"({', '.join(outs)},)" if outs else "None")
         src = (f"def fast({', '.join(params)}):\n"
                f"    r = fn({', '.join(args)})\n"
                f"    return {ret}\n")
-        ns = {"fn": self.fn, **{f"T{k}": t for k, t in enumerate(self.out_types)}}
+        ns = {"fn": self.fn, "asc": np.ascontiguousarray,
+              **{f"T{k}": t for k, t in enumerate(self.out_types)}}
         exec(compile(src, f"<graphc loop wrapper {self.op.name}>", "exec"), ns)  # noqa: S102
         self.fast = ns["fast"]
 
@@ -252,22 +248,24 @@ def lower(op):
         name = f"a{k}"
         params.append(name)
         env[id(v)] = name
-        t = v.type
-        if not isinstance(t, TensorType) or t.dtype.name not in SUPPORTED_DTYPES:
-            raise NotLowerable(f"input '%{v.name}' is {t}, not a numeric or bool tensor")
-        if t.shape != ():
-            em.arrays.add(name)
+        shape = check_value(v, "input")
+        if shape != ():
+            em.arrays[name] = shape     # dims may be unknown: then only element reads work
     if op.type == "while":
         em.while_op(op, env, 1)
     else:
         em.cond_op(op, env, 1)
     outs = [env[id(v)] for v in op.outputs]
     em.emit(1, f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
-    body = [f"def loop_kernel({', '.join(params)}):"] + em.lines
+    body = ([f"def loop_kernel({', '.join(params)}):"] + ["    " + ln for ln in em.allocs]
+            + em.lines)
     header = ["import numpy as np", "from numba import njit",
               "from graphc.kernels.scalar import *  # noqa: F401,F403", ""]
+    if em.consts:
+        header += em.consts + [""]
     footer = ["", "loop_kernel = njit(cache=True, error_model='numpy')(loop_kernel)"]
     source = "\n".join(header + body + footer) + "\n"
+    # static shapes are part of the lowering (loop bounds, buffers), so they are in the key
     canonical = "\n".join(ln.split("  #")[0] for ln in source.splitlines())
-    canonical += "\n" + " ".join(f"{v.type.dtype.name}{len(v.type.shape)}" for v in op.inputs)
+    canonical += "\n" + " ".join(f"{v.type.dtype.name}{dims_text(v.type.shape)}" for v in op.inputs)
     return LoopRunner(op, source, cache.kernel_key("loop\n" + canonical))
