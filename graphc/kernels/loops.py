@@ -32,6 +32,9 @@ class _Emitter(TensorLowering):
         self.consts = []         # module-level tensor constants
         self.count = 0
         self.arrays = {}         # name -> shape, for names bound to arrays (not scalars)
+        self.deferred = {}       # name -> (op, args): computed inside its consumer's loops
+        self.deferrable = set()
+        self.buffers = []        # every buffer name, in the order they were made
 
     def fresh(self, base="t"):
         self.count += 1
@@ -43,6 +46,7 @@ class _Emitter(TensorLowering):
     def graph(self, g, names, depth):
         """Emit `g`'s ops with its inputs bound to `names`; returns the output names."""
         env = {id(v): n for v, n in zip(g.all_inputs, names)}
+        self.plan_deferred(g)
         for op in g.operations:
             self.op(op, env, depth)
         missing = [v for v in g.outputs if id(v) not in env]
@@ -102,26 +106,40 @@ class _Emitter(TensorLowering):
         (pred,) = self.graph(cg, state + caps, depth + 1)
         self.emit(depth + 1, f"if not {pred}:")
         self.emit(depth + 2, "break")
+        mark = len(self.buffers)
         new = self.graph(bg, state + caps, depth + 1)
-        self._carry(state, new, depth + 1, loc)
+        self._carry(state, new, depth + 1, loc, mark)
         for v, s in zip(op.outputs, state):
             env[id(v)] = s
 
-    def _carry(self, state, new, depth, loc):
-        """state = new: tensors are copied into the state buffers, after first staging any
-        new value that is itself another state buffer (`a, b = b, a`)."""
-        tensors = [(s, x) for s, x in zip(state, new) if s in self.arrays and s != x]
+    def _carry(self, state, new, depth, loc, mark):
+        """state = new. A new tensor made in this body (buffers[mark:]) trades places with
+        its state buffer (nothing of the finished iteration is read again); any other is
+        copied in, after first staging a new value that is another state (`a, b = b, a`)."""
         staged = []
-        for s, x in tensors:
+        for s, x in zip(state, new):
+            if s not in self.arrays or s == x:
+                continue
             if x in state:
                 tmp = self.fresh("b")
                 self.allocs.append(f"{tmp} = np.empty_like({s})")
                 self.arrays[tmp] = self.arrays[s]
+                self.buffers.append(tmp)
                 self.copy(tmp, x, self.arrays[s], depth, f"while {loc}: stage a swapped value")
                 x = tmp
             staged.append((s, x))
+        made_here = set(self.buffers[mark:])
+        news = [x for _, x in staged]
+        swaps = []
         for s, x in staged:
-            self.copy(s, x, self.arrays[s], depth, f"while {loc}: next state")
+            if x in made_here and news.count(x) == 1:
+                swaps.append((s, x))
+            else:
+                self.copy(s, x, self.arrays[s], depth, f"while {loc}: next state")
+        if swaps:
+            self.emit(depth, ", ".join(f"{s}, {x}" for s, x in swaps) + " = " +
+                      ", ".join(f"{x}, {s}" for s, x in swaps) +
+                      f"  # while {loc}: next state (buffers trade places)")
         scalars = [(s, x) for s, x in zip(state, new) if s not in self.arrays]
         if scalars:
             self.emit(depth, f"{', '.join(s for s, _ in scalars)} = "

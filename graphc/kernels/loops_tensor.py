@@ -5,10 +5,14 @@ entry and overwritten each time its op runs. Ops write only their own buffer (ne
 input, a constant or another op's buffer), and loop state and cond results are copied into
 buffers of their own, so an SSA value is never clobbered while it is still needed. Each op
 is an explicit loop nest over its static shape, built from the registry's scalar templates
-with the same casts as fused kernels (float32 stays float32, int32 wraps).
+with the same casts as fused kernels (float32 stays float32, int32 wraps). An elementwise
+value whose only use is a later elementwise op or reduction of the same shape gets no
+buffer: it is computed inside its consumer's loop nest (Newton's `x - (x*x - a) / (2*x)`
+is one loop).
 """
 import numpy as np
 
+from ..runtime.registry import REGISTRY, ELEMENTWISE
 from ..runtime.types import TensorType
 from .codegen import np_name, statement
 from .fusion import SUPPORTED_DTYPES
@@ -100,11 +104,44 @@ def _update(kind, acc, v, t):
             "reduce_all": f"{acc} & {v}", "reduce_any": f"{acc} | {v}"}[kind]
 
 
+REDUCTION_OPS = ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_all",
+                 "reduce_any")
+
+
+def is_elementwise(op):
+    opdef = REGISTRY.get(op.type)
+    return (opdef is not None and opdef.kind == ELEMENTWISE and bool(opdef.scalar)
+            and not opdef.effectful)
+
+
 class TensorLowering:
     """Mixin for the loop emitter: the ops on array values.
 
     Needs `emit`, `fresh`, `allocs` (lines run once at function entry), `consts` (module
-    lines) and `arrays` (name -> shape, for every name bound to an array)."""
+    lines), `arrays` (name -> shape, for every name bound to an array), `deferred` (name ->
+    (op, argument names, location) for values computed where they are used) and `deferrable` (ids of
+    the values that may be)."""
+
+    def plan_deferred(self, g):
+        """Mark the tensor values of `g` that are computed inside their only consumer."""
+        uses = {}
+        for op in g.operations:
+            for k, v in enumerate(op.inputs):
+                uses.setdefault(id(v), []).append((op, k))
+        for v in g.outputs:
+            uses.setdefault(id(v), []).append((None, None))
+        for op in g.operations:
+            v = op.outputs[0] if len(op.outputs) == 1 else None
+            if v is None or not is_elementwise(op) or v.type.shape == ():
+                continue
+            found = uses.get(id(v), [])
+            if len(found) != 1 or found[0][0] is None:
+                continue
+            user, k = found[0]
+            if user.type in REDUCTION_OPS or (
+                    is_elementwise(user) and user.outputs[0].type.shape == v.type.shape
+                    and REGISTRY[user.type].scalar.count("{%d}" % k) == 1):
+                self.deferrable.add(id(v))
 
     # -- buffers, loop nests, element references -------------------------------------------
     def buffer(self, v, base="b"):
@@ -113,6 +150,7 @@ class TensorLowering:
         shape = tuple(v.type.shape)
         self.allocs.append(f"{name} = np.empty({shape!r}, np.{np_name(v.type.dtype)})")
         self.arrays[name] = shape
+        self.buffers.append(name)
         return name
 
     def nest(self, shape, depth):
@@ -125,15 +163,22 @@ class TensorLowering:
             depth += 1
         return idx, depth
 
-    def at(self, name, idx, shape):
-        """Element of scalar-or-array `name` at index `idx` of a result of `shape`."""
+    def at(self, name, idx, shape, depth=None):
+        """Element of scalar-or-array `name` at index `idx` of a result of `shape`; a
+        deferred value is computed here, in lines emitted at `depth` (inside the loop nest)."""
         if name not in self.arrays:
             return name
         own = self.arrays[name]
         off = len(shape) - len(own)
         parts = ["0" if d == 1 and shape[off + j] != 1 else idx[off + j]
                  for j, d in enumerate(own)]
-        return f"{name}[{', '.join(parts)}]"
+        if name not in self.deferred:
+            return f"{name}[{', '.join(parts)}]"
+        op, args, loc = self.deferred[name]
+        expr = statement(op, [self.at(a, parts, own, depth) for a in args])
+        tmp = self.fresh("e")
+        self.emit(depth, f"{tmp} = {expr}  # {op.type} {loc}")
+        return tmp
 
     def copy(self, dst, src, shape, depth, note):
         idx, d = self.nest(shape, depth)
@@ -157,9 +202,16 @@ class TensorLowering:
     # -- ops --------------------------------------------------------------------------------
     def elementwise(self, op, env, depth, loc):
         args = [self.operand(v, env, f"{op.type} {loc}: input") for v in op.inputs]
+        out = op.outputs[0]
+        if id(out) in self.deferrable:
+            static_shape(out, f"{op.type} {loc}: result")
+            env[id(out)] = name = self.fresh("e")
+            self.arrays[name] = tuple(out.type.shape)
+            self.deferred[name] = (op, args, loc)
+            return
         buf, shape = self.result(op, env, loc)
         idx, d = self.nest(shape, depth)
-        expr = statement(op, [self.at(a, idx, shape) for a in args])
+        expr = statement(op, [self.at(a, idx, shape, d) for a in args])
         self.emit(d, f"{buf}[{', '.join(idx)}] = {expr}  # {op.type} {loc}")
 
     def tensor_constant(self, op, env, loc):
@@ -201,7 +253,7 @@ class TensorLowering:
         if out.type.shape != ():
             kept = [("0" if a in axes else i) for a, i in enumerate(idx) if keep or a not in axes]
             acc = f"{buf}[{', '.join(kept)}]"
-        elem = f"{src}[{', '.join(idx)}]"
+        elem = self.at(src, idx, xshape, d)
         self.emit(d, f"{acc} = {_update(op.type, acc, elem, t)}  # {op.type} {loc}")
 
     def argreduce(self, op, env, depth, loc):
@@ -343,6 +395,8 @@ class TensorLowering:
             if iv.type.shape != ():
                 raise NotLowerable(f"getitem {loc}: index '%{iv.name}' is not a scalar")
             expr = env[id(iv)]
+        elif self.arrays[arr][axis] is not None:
+            return str(int(v) % self.arrays[arr][axis])   # in range: checked while tracing
         else:
             expr = str(int(v))
         k = self.fresh("k")
@@ -369,5 +423,4 @@ def _affine(start, step, i):
 TENSOR_OPS = {"matmul": "matmul", "reshape": "relayout", "expand_dims": "relayout",
               "squeeze": "relayout", "transpose": "transpose", "broadcast_to": "broadcast_to",
               "concat": "concat", "argmax": "argreduce", "argmin": "argreduce",
-              **{k: "reduction" for k in ("reduce_sum", "reduce_prod", "reduce_max",
-                                          "reduce_min", "reduce_all", "reduce_any")}}
+              **{k: "reduction" for k in REDUCTION_OPS}}

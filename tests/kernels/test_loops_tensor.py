@@ -158,8 +158,10 @@ def newton_sqrt(a, x):
 @given(st.lists(st.floats(0.01, 1e4), min_size=1, max_size=6))
 def test_newton_iteration_on_float32_vector(values):
     a = np.asarray(values, np.float32)
-    (got,), _ = agree(newton_sqrt, a, np.ones_like(a) * 50)
+    (got,), ((_, runner, _),) = agree(newton_sqrt, a, np.ones_like(a) * 50)
     assert got.dtype == np.float32
+    # the whole update is one loop nest: buffers only for the state and the new state
+    assert runner.source.count("np.empty(") == 2
     np.testing.assert_allclose(got, np.sqrt(a), rtol=1e-4)
 
 
@@ -260,6 +262,32 @@ def test_swapped_tensor_state_is_staged():
     (a, b), ((_, runner, _),) = agree(fib, np.array([0, 1], np.int64), np.array([1, 1], np.int64))
     np.testing.assert_array_equal(a, [55, 89])
     assert "stage a swapped value" in runner.source
+
+
+def test_state_buffers_trade_places_only_with_values_made_in_the_body():
+    def f(v):
+        acc = v
+        for _ in gc.range(3):
+            c = acc * 2.0
+            t = gc.zeros_like(v)
+            for _ in gc.range(2):
+                t = c              # from the outer body: copied in, c stays intact
+            acc = t + c
+        return acc
+
+    def g(v):
+        acc = v
+        for _ in gc.range(3):
+            a, b = acc, acc * 3.0
+            for _ in gc.range(2):
+                x = a + b * 0.5
+                a, b = x, x        # one new buffer for two states: copied into both, so
+            acc = a + b            # the next entry's different a and b never share memory
+        return acc
+    (got,), ((_, runner, _),) = agree(f, np.array([1.0, -2.0]))
+    np.testing.assert_allclose(got, [64.0, -128.0])
+    assert "buffers trade places" in runner.source
+    agree(g, np.array([1.0, 2.0, 3.0], np.float32))
 
 
 def test_nested_loops_with_tensor_state():
