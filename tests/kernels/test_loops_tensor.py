@@ -177,6 +177,37 @@ def test_int32_state_wraps_like_numpy():
 
 
 # -- op coverage -----------------------------------------------------------------------------
+FLOAT_UNARY = ["negative", "abs", "sign", "square", "exp", "log", "log1p", "sqrt", "rsqrt",
+               "sin", "cos", "tan", "tanh", "floor", "ceil", "round", "erf"]
+INT_UNARY = ["negative", "abs", "sign", "square"]
+BINARY = ["add", "subtract", "multiply", "divide", "floordiv", "mod", "pow", "maximum",
+          "minimum", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_every_elementwise_op_on_tensor_state(dtype):
+    """Each op's last-iteration value is a loop variable of its own (no NaN carried over)."""
+    unary = FLOAT_UNARY if dtype != "int32" else INT_UNARY
+
+    def f(x, y):
+        outs = [getattr(gc, n)(x) for n in unary] + [getattr(gc, n)(x, y[:, None])
+                                                    for n in BINARY]
+        outs += [gc.where(x > y, x, y), gc.cast(x, gc.float64), gc.cast(x, gc.bool)]
+        for i in gc.range(3):
+            xi = x + gc.cast(i, x.dtype)
+            outs = ([getattr(gc, n)(xi) for n in unary] +
+                    [getattr(gc, n)(xi, y[:, None]) for n in BINARY] +    # broadcasting
+                    [gc.where(xi > y, xi, y), gc.cast(xi, gc.float64), gc.cast(xi, gc.bool)])
+        return outs
+    if dtype == "int32":
+        x = np.array([-7, -1, 0, 2, 9], np.int32)
+        y = np.array([3, 1, 2, 5, 4], np.int32)
+    else:
+        x = np.array([-2.5, -0.5, 0.0, 0.75, 3.0], dtype)
+        y = np.array([1.5, 0.25, 2.0, 0.5, 1.0], dtype)
+    agree(f, x, y)
+
+
 REDUCTIONS = ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_mean"]
 
 
