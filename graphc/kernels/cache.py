@@ -27,7 +27,7 @@ def _package_fingerprint():
     here = os.path.dirname(os.path.abspath(__file__))
     h = hashlib.sha256()
     names = sorted(n for n in os.listdir(here) if n.endswith(".py") and (
-        n.startswith("vecmath") or n in ("scalar.py", "codegen.py", "loops.py")))
+        n.startswith(("vecmath", "codegen", "loops")) or n == "scalar.py"))
     for name in names:
         path = os.path.join(here, name)
         if os.path.isfile(path):

@@ -138,8 +138,10 @@ def generate(spec, fname):
     if has_fast_variant(spec.group):
         variants.append((fname + "_fast", True))
     fm = "{" + ", ".join(repr(f) for f in sorted(FASTMATH)) + "}"
+    from .codegen_columns import ColumnBody, is_column_group
+    body_class = ColumnBody if is_column_group(spec) else _Body
     for base, fast in variants:
-        body = _Body(spec, fast).lines()
+        body = body_class(spec, fast).lines()
         for name, rng in ((base, "range"), (base + "_par", "prange")):
             src.append(f"def {name}({params}):")
             src.extend("    " + ln.replace("RANGE0(", rng + "(") for ln in body)

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import graphc as gc
 from graphc.runtime.registry import REGISTRY
+from agreement_helpers import agree as _agree
 
 FLOAT_UNARY = ["negative", "abs", "sign", "square", "exp", "log", "log1p", "sqrt", "rsqrt",
                "sin", "cos", "tan", "tanh", "floor", "ceil", "round", "erf"]
@@ -20,40 +21,9 @@ BINARY = ["add", "subtract", "multiply", "divide", "floordiv", "mod", "pow", "ma
           "minimum"]
 COMPARE = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
 REDUCE = ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min"]
-TOL = {"float32": dict(rtol=2e-5, atol=1e-6), "float64": dict(rtol=1e-12, atol=1e-14)}
 
 
 pytestmark = pytest.mark.usefixtures("kernel_env")  # tests/kernels/conftest.py
-
-
-def _agree(fn, *arrays):
-    """fn eagerly, on the numpy backend and on the numba backend: same dtypes, shapes, values."""
-    tensors = [gc.constant(a) for a in arrays]
-    ref = _flat(gc.function(fn, backend="numpy")(*tensors))
-    fast = gc.function(fn, backend="numba")
-    got = _flat(fast(*tensors))
-    plan = fast.get_concrete_function(*tensors).graph._numba_plan
-    assert plan.groups, "nothing was fused: the harness would not test any kernel"
-    for runner in plan.groups:     # every group really ran its compiled kernel
-        assert runner.used and not runner.fallbacks, runner.fallbacks
-    eager = _flat(fn(*tensors))
-    assert len(got) == len(ref) == len(eager)
-    for g, r, e in zip(got, ref, eager):
-        g, r, e = g.numpy(), r.numpy(), e.numpy()
-        assert g.dtype == r.dtype == e.dtype and g.shape == r.shape == e.shape
-        if g.dtype.kind == "f":
-            np.testing.assert_allclose(g, r, equal_nan=True, **TOL[g.dtype.name])
-            np.testing.assert_allclose(e, r, equal_nan=True, **TOL[g.dtype.name])
-        else:
-            np.testing.assert_array_equal(g, r)
-            np.testing.assert_array_equal(e, r)
-    return got
-
-
-def _flat(x):
-    if isinstance(x, (list, tuple)):
-        return [y for v in x for y in _flat(v)]
-    return [x]
 
 
 def _op(name):
