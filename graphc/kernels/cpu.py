@@ -10,6 +10,7 @@ from functools import partial
 
 from ..errors import InvalidArgumentError
 from ..runtime.backends import register_backend
+from ..runtime.executor import last_uses
 from ..runtime.registry import REGISTRY
 from . import cache, codegen, loops
 from .fusion import fuse
@@ -51,6 +52,12 @@ class Plan:
                     continue
                 self.steps.append(self._op_step(op, index))
         self.out_idx = tuple(index[id(v)] for v in self.graph.outputs)
+        # free each intermediate after its last reader, as the interpreter does: big
+        # temporaries go early, and a variable's array read earlier in the step is no longer
+        # referenced when an assign_sub comes, so the update happens in place
+        dead = last_uses([(None, ins, outs, None) for _, ins, outs, _, _ in self.steps],
+                          self.n_in, set(self.out_idx))
+        self.steps = [step + (d,) for step, d in zip(self.steps, dead)]
         self.pad = [None] * (len(index) - self.n_in)
         for slot, value in consts.items():
             self.pad[slot - self.n_in] = value
@@ -77,7 +84,7 @@ class Plan:
 
     def __call__(self, args):
         env = list(args) + self.pad
-        for fn, ins, outs, op, is_group in self.steps:
+        for fn, ins, outs, op, is_group, dead in self.steps:
             try:
                 r = fn(*[env[i] for i in ins])
             except InvalidArgumentError:
@@ -92,6 +99,8 @@ class Plan:
             elif outs:
                 for o, x in zip(outs, r):
                     env[o] = x
+            for d in dead:
+                env[d] = None
         return [env[i] for i in self.out_idx]
 
 

@@ -19,6 +19,11 @@ from .fusion import REDUCTIONS
 MIN_SIZE = 1 << 14
 # prange (2 threads) starts to win over one thread at about 64k elements (45 vs 54 us).
 PAR_MIN = 1 << 16
+# ...but a small group that keeps running (a training step's loss and bias gradients: a
+# 15-op softmax cross-entropy on 128x10 costs 117 us in numpy rules, ~5 us fused) repays
+# its compile: once its numpy rules have cost this long, or its kernel is already on disk,
+# it is treated like a big one (the same budget as loops.LOOP_COMPILE_AFTER).
+COMPILE_AFTER = 0.05
 
 _KERNELS = {}     # key -> _Kernel, shared by every graph in the process
 
@@ -51,6 +56,9 @@ class _Kernel:
         if hasattr(mod, KERNEL_NAME + "_fast"):
             self.fast = (getattr(mod, KERNEL_NAME + "_fast"),
                          getattr(mod, KERNEL_NAME + "_fast_par"))
+        if config.debug_level() >= 3:
+            print(f"// graphc kernel for {self.label} (cache {self.status}, key {self.key[:12]})\n"
+                  f"{self.source}", file=sys.stderr)
 
     def run(self, par, args):
         """Run the kernel; with fast trig, redo with the whole-range one if an argument missed
@@ -60,9 +68,6 @@ class _Kernel:
         elif self.fast[par](*args):
             self.redone += 1
             (self.parallel if par else self.serial)(*args)
-        if config.debug_level() >= 3:
-            print(f"// graphc kernel for {self.label} (cache {self.status}, key {self.key[:12]})\n"
-                  f"{self.source}", file=sys.stderr)
 
 
 # One fixed function name: the module text (and so its cache entry) depends only on the key,
@@ -86,13 +91,17 @@ def get_kernel(spec, label):
 class _Layout:
     """Everything about one set of input shapes: domain, output shapes, chosen spec."""
 
-    __slots__ = ("domain", "out_shapes", "spec", "flat_spec", "size", "reason", "ready")
+    __slots__ = ("domain", "out_shapes", "spec", "flat_spec", "size", "reason", "ready",
+                 "numpy_s", "hot", "go")
 
     def __init__(self):
         self.domain = self.out_shapes = self.spec = self.flat_spec = None
         self.size = 0
         self.reason = None
         self.ready = {}     # contiguous? -> (kernel, parallel?, decision) once decided
+        self.numpy_s = 0.0  # time spent in numpy rules while below the size threshold
+        self.hot = None     # below the threshold: worth a kernel? (None: not asked yet)
+        self.go = None      # once decided (and no flat variant to choose): the whole call
 
 
 class GroupRunner:
@@ -126,16 +135,47 @@ class GroupRunner:
     def __call__(self, *arrays):
         arrays = [a if type(a) is np.ndarray else np.asarray(a) for a in arrays]
         lay = self.layout(tuple(a.shape for a in arrays))
-        if lay.spec is None or lay.size < self.min_size:
+        if lay.go is not None:
+            return lay.go(arrays)
+        if lay.spec is None:
             return self.run_numpy(arrays)
+        if lay.size < self.min_size and not lay.hot:
+            if lay.hot is None:
+                lay.hot = any(s is not None and cache.has_module(cache.kernel_key(s.canonical()))
+                              for s in (lay.spec, lay.flat_spec))
+            if not lay.hot:
+                t0 = time.perf_counter()
+                out = self.run_numpy(arrays)
+                lay.numpy_s += time.perf_counter() - t0
+                lay.hot = lay.numpy_s >= COMPILE_AFTER
+                return out
         flat = lay.flat_spec is not None and all(a.flags.c_contiguous for a in arrays)
         ready = lay.ready.get(flat)
         if ready is None:
             ready = self._prepare(lay, flat, arrays)
         kern, par, decision = ready
         if kern is None or decision["choice"] == "numpy":
-            return self.run_numpy(arrays)
-        return self._run_kernel(kern, arrays, lay, flat, par)
+            go = self.run_numpy
+        else:
+            go = self._direct(kern, lay, par) if not flat else partial(
+                self._run_kernel, kern, lay=lay, flat=flat, par=par)
+        if lay.flat_spec is None:
+            lay.go = go        # every later call with these shapes: no more decisions
+        return go(arrays)
+
+    def _direct(self, kern, lay, par):
+        """The steady-state call for one layout: allocate outputs, run the kernel."""
+        if kern.fast is not None:
+            return partial(self._run_kernel, kern, lay=lay, flat=False, par=par)
+        fn = kern.parallel if par else kern.serial
+        outs = [(s, v.type.dtype.np) for s, v in zip(lay.out_shapes, self.group.outputs)]
+        dims = lay.domain
+
+        def go(arrays):
+            res = [np.empty(s, dt) for s, dt in outs]
+            fn(*arrays, *res, *dims)
+            return res
+        return go
 
     def _prepare(self, lay, flat, arrays):
         """Kernel, prange or not, and the kernel-vs-numpy decision for one layout."""
@@ -159,6 +199,7 @@ class GroupRunner:
             self.fallbacks.append(reason)
 
     def _run_kernel(self, kern, arrays, lay, flat, par):
+        """One call of `kern` (flat: on 1-d views of contiguous inputs)."""
         g = self.group
         if flat:
             ins = [a.reshape(-1) if a.ndim else a for a in arrays]

@@ -30,7 +30,7 @@ def compile_graph(graph):
     steps = [_step(op, index) for op in graph.operations]
     out_idx = tuple(index[id(v)] for v in graph.outputs)
     pad = [None] * (len(index) - n_in)
-    dead = _last_uses(steps, n_in, set(out_idx))
+    dead = last_uses(steps, n_in, set(out_idx))
     simple = tuple((fn, ins, outs[0], op, d) for (fn, ins, outs, op), d in zip(steps, dead)
                    if len(outs) == 1)
     if len(simple) == len(steps) and all(len(s[1]) == 2 for s in simple):
@@ -41,7 +41,7 @@ def compile_graph(graph):
     return run
 
 
-def _last_uses(steps, n_in, keep):
+def last_uses(steps, n_in, keep):
     """Per step, the intermediate slots no later step reads (freed right after it runs)."""
     last = {}
     for i, (_, ins, outs, _) in enumerate(steps):
