@@ -160,3 +160,28 @@ def test_stop_gradient_is_an_identity_after_tracing():
     xs = np.array([1.0, -2.0, 3.0], np.float32)
     same_outputs(g, out, [xs])
     np.testing.assert_allclose(run_graph(out, [xs])[1], 2.0 * xs)   # d/dx (sg(2x) * x) = 2x
+
+
+def test_elementwise_ops_read_a_broadcast_to_operand_as_its_source():
+    def f(g, e):
+        wide = gc.broadcast_to(g, [4, 3])         # g: [4, 1]
+        return wide * e, -wide, wide + gc.broadcast_to(g, [4, 3])
+    g = graph_of(f, spec(4, 1), spec(4, 3))
+    out = apply(algebraic, g)
+    text = str(dce.run(out))
+    assert "multiply(%g, %e)" in text             # e gives the [4, 3] result by itself
+    assert "negative(%broadcast_to_0)" in text    # unary: the broadcast makes the shape
+    assert "add(%g, %broadcast_to_1)" in text     # one operand must keep the [4, 3] shape
+    x = np.arange(4, dtype=np.float32).reshape(4, 1)
+    same_outputs(g, out, [x, np.ones((4, 3), np.float32) * 2])
+
+
+@settings(max_examples=20, deadline=None)
+@given(floats((3, 1)), floats((3, 5)))
+def test_absorbed_broadcasts_keep_results(a, b):
+    def f(a, b):
+        return gc.where(b > 0, gc.broadcast_to(a, [3, 5]), 0.0) + b * gc.broadcast_to(a, [3, 5])
+    g = graph_of(f, spec(3, 1), spec(3, 5))
+    out = dce.run(apply(algebraic, g))
+    assert "broadcast_to" not in str(out)
+    same_outputs(g, out, [a, b])

@@ -4,6 +4,9 @@ x*1, 1*x, x+0, 0+x, x-0, x/1, negative(negative(x)), cast to the same dtype, res
 broadcast_to the same static shape, transpose by the identity permutation, transpose
 of transpose (removed, or merged into one transpose), and stop_gradient (an identity once
 the graph is traced: gradients were built while tracing, before any pass runs).
+An elementwise op with several operands also reads a `broadcast_to(x)` operand as `x`
+when its own broadcasting gives the same result type (a reduction's gradient `g * exp(z)`
+needs no materialized [128, 10] copy of g: the multiply broadcasts the [128, 1] itself).
 
 Every rewrite is exact, bit for bit, as the reference interpreter computes:
 - the result's dtype and shape must be the operand's: x + 0 where the 0 broadcasts x to a
@@ -14,7 +17,7 @@ Every rewrite is exact, bit for bit, as the reference interpreter computes:
 """
 import numpy as np
 
-from ..registry import REGISTRY
+from ..registry import ELEMENTWISE, REGISTRY
 from ._rewrite import Rewriter, map_subgraphs
 
 
@@ -32,8 +35,26 @@ def run(graph):
         if target is not None and target.type == _out_type(op, inputs, attrs):
             rw.replace(op.outputs[0], target)
             continue
+        if REGISTRY[op.type].kind == ELEMENTWISE and len(inputs) > 1:
+            inputs = _absorb_broadcasts(rw, op, inputs, attrs)
         rw.keep(op, inputs, attrs)
     return rw.finish()
+
+
+def _absorb_broadcasts(rw, op, inputs, attrs):
+    """Operands `broadcast_to(x)` replaced by `x` wherever the result type stays the same."""
+    want = _out_type(op, inputs, attrs)
+    for k, v in enumerate(inputs):
+        inner = rw.producer(v)
+        if inner is None or inner.type != "broadcast_to" or len(inner.inputs) != 1:
+            continue
+        trial = inputs[:k] + [inner.inputs[0]] + inputs[k + 1:]
+        try:
+            if _out_type(op, trial, attrs) == want:
+                inputs = trial
+        except (TypeError, ValueError):
+            continue
+    return inputs
 
 
 def _out_type(op, inputs, attrs):
