@@ -20,12 +20,13 @@ from ..runtime.registry import REGISTRY, ELEMENTWISE
 from ..runtime.types import TensorType
 from . import cache
 from .codegen import np_name, statement, where
+from .loops_shape import ShapeLowering
 from .loops_tensor import (MAX_LOOP_TENSOR_ELEMENTS, SUPPORTED_TENSOR_OPS,  # noqa: F401
                            TENSOR_OPS, NotLowerable, TensorLowering, check_value, dims_text,
                            literal, static_shape)
 
 
-class _Emitter(TensorLowering):
+class _Emitter(TensorLowering, ShapeLowering):
     def __init__(self):
         self.lines = []
         self.allocs = []         # buffer allocations, run once at function entry

@@ -22,9 +22,9 @@ from .fusion import SUPPORTED_DTYPES
 MAX_LOOP_TENSOR_ELEMENTS = 4096
 
 SUPPORTED_TENSOR_OPS = ("elementwise ops (with broadcasting), reduce_sum/prod/max/min/all/any, "
-                        "argmax/argmin, matmul, reshape, expand_dims, squeeze, transpose, "
-                        "broadcast_to, concat, getitem with ints and static slices, constants "
-                        "and nested while/cond")
+                        "argmax/argmin, cumsum, matmul, reshape, expand_dims, squeeze, "
+                        "transpose, broadcast_to, concat, unstack, tile, getitem with ints and "
+                        "static slices, constants and nested while/cond")
 
 
 class NotLowerable(Exception):
@@ -284,6 +284,22 @@ class TensorLowering:
         self.emit(d + 2, f"{pos} = {k}")
         self.emit(d, f"{res} = {t}({pos})")
 
+    def cumsum(self, op, env, depth, loc):
+        src = self.operand(op.inputs[0], env, f"cumsum {loc}: input")
+        axis, exclusive, reverse = (op.attrs[k] for k in ("axis", "exclusive", "reverse"))
+        buf, shape = self.result(op, env, loc)
+        t = np_name(op.outputs[0].type.dtype)
+        idx, d = self.nest(shape[:axis] + shape[axis + 1:], depth)
+        acc, k = self.fresh("t"), self.fresh("k")
+        at = ", ".join(idx[:axis] + [k] + idx[axis:])
+        self.emit(d, f"{acc} = {t}(0)  # cumsum {loc}")
+        n = shape[axis]
+        self.emit(d, f"for {k} in " + (f"range({n} - 1, -1, -1):" if reverse else f"range({n}):"))
+        add = f"{acc} = {t}({acc} + {src}[{at}])"
+        store = f"{buf}[{at}] = {acc}"
+        for line in ((store, add) if exclusive else (add, store)):
+            self.emit(d + 1, line)
+
     def matmul(self, op, env, depth, loc):
         a, b = (self.operand(v, env, f"matmul {loc}: operand") for v in op.inputs)
         ta, tb = op.attrs["transpose_a"], op.attrs["transpose_b"]
@@ -307,120 +323,10 @@ class TensorLowering:
         self.emit(d + 1, f"{acc} = {t}({acc} + {lhs} * {rhs})")
         self.emit(d, f"{buf}[{', '.join(idx)}] = {acc}")
 
-    def relayout(self, op, env, depth, loc):
-        """reshape, expand_dims, squeeze: the same elements in C order, a flat copy."""
-        if len(op.inputs) > 1:
-            raise NotLowerable(f"{op.type} {loc} takes its shape from a tensor computed at run "
-                               "time")
-        src = self.operand(op.inputs[0], env, f"{op.type} {loc}: input")
-        buf, shape = self.result(op, env, loc)
-        size = int(np.prod(shape, dtype=np.int64))
-        if src not in self.arrays:
-            self.copy(buf, src, shape, depth, f"{op.type} {loc}")
-            return
-        flat_in, flat_out, k = self.fresh("f"), self.fresh("f"), self.fresh("i")
-        self.emit(depth, f"{flat_in} = {src}.reshape(({size},))  # {op.type} {loc}")
-        self.emit(depth, f"{flat_out} = {buf}.reshape(({size},))")
-        self.emit(depth, f"for {k} in range({size}):")
-        self.emit(depth + 1, f"{flat_out}[{k}] = {flat_in}[{k}]")
-
-    def transpose(self, op, env, depth, loc):
-        src = self.operand(op.inputs[0], env, f"transpose {loc}: input")
-        perm = op.attrs["perm"]
-        buf, shape = self.result(op, env, loc)
-        idx, d = self.nest(shape, depth)
-        src_idx = [idx[list(perm).index(a)] for a in range(len(perm))]
-        self.emit(d, f"{buf}[{', '.join(idx)}] = {src}[{', '.join(src_idx)}]  # transpose {loc}")
-
-    def broadcast_to(self, op, env, depth, loc):
-        if len(op.inputs) > 1:
-            raise NotLowerable(f"broadcast_to {loc} takes its shape from a tensor computed at "
-                               "run time")
-        src = self.operand(op.inputs[0], env, f"broadcast_to {loc}: input")
-        buf, shape = self.result(op, env, loc)
-        self.copy(buf, src, shape, depth, f"broadcast_to {loc}")
-
-    def concat(self, op, env, depth, loc):
-        names = [self.operand(v, env, f"concat {loc}: input") for v in op.inputs]
-        axis = op.attrs["axis"]
-        buf, _ = self.result(op, env, loc)
-        start = 0
-        for name in names:
-            own = self.arrays[name]
-            idx, d = self.nest(own, depth)
-            dst = list(idx)
-            dst[axis] = f"{start} + {idx[axis]}" if start else idx[axis]
-            self.emit(d, f"{buf}[{', '.join(dst)}] = {name}[{', '.join(idx)}]  # concat {loc}")
-            start += own[axis]
-
-    def getitem(self, op, env, depth, loc):
-        """x[...] with ints (static or loop counters), static slices and None."""
-        arr = env[id(op.inputs[0])]
-        if arr not in self.arrays:
-            raise NotLowerable(f"getitem {loc} indexes a scalar")
-        src_shape = self.arrays[arr]
-        parts, out_axis = [], 0     # per source axis: index expression or (start, step, out axis)
-        for item in op.attrs["index"]:
-            kind, axis = item[0], len(parts)
-            if kind == "new":
-                out_axis += 1
-            elif kind == "int":
-                parts.append(self._index(op, env, depth, loc, arr, axis, item[1]))
-            elif kind == "slice" and not any(isinstance(c, str) for c in item[1:]):
-                parts.append(self._slice(op, loc, src_shape[axis], axis, item[1:], out_axis))
-                out_axis += 1
-            else:
-                raise NotLowerable(f"getitem {loc} uses an index tensor or slice bounds computed "
-                                   f"at run time (index {item}); only ints, loop counters and "
-                                   "static slices are compiled")
-        for axis in range(len(parts), len(src_shape)):
-            parts.append(self._slice(op, loc, src_shape[axis], axis, (None, None, None),
-                                     out_axis))
-            out_axis += 1
-        out = op.outputs[0]
-        if out.type.shape == ():
-            check_value(out, f"getitem {loc}: result")
-            env[id(out)] = name = self.fresh()
-            self.emit(depth, f"{name} = {arr}[{', '.join(parts)}]  # getitem {loc}")
-            return
-        buf, shape = self.result(op, env, loc)
-        idx, d = self.nest(shape, depth)
-        src_idx = [p if isinstance(p, str) else
-                   _affine(p[0], p[1], idx[p[2]]) for p in parts]
-        self.emit(d, f"{buf}[{', '.join(idx)}] = {arr}[{', '.join(src_idx)}]  # getitem {loc}")
-
-    def _index(self, op, env, depth, loc, arr, axis, v):
-        if isinstance(v, str):
-            iv = op.inputs[int(v[1:])]
-            if iv.type.shape != ():
-                raise NotLowerable(f"getitem {loc}: index '%{iv.name}' is not a scalar")
-            expr = env[id(iv)]
-        elif self.arrays[arr][axis] is not None:
-            return str(int(v) % self.arrays[arr][axis])   # in range: checked while tracing
-        else:
-            expr = str(int(v))
-        k = self.fresh("k")
-        self.emit(depth, f"{k} = {expr}")
-        self.emit(depth, f"if {k} < -{arr}.shape[{axis}] or {k} >= {arr}.shape[{axis}]:")
-        self.emit(depth + 1, f"raise IndexError('index out of range in getitem {op.name}')")
-        return k
-
-    @staticmethod
-    def _slice(op, loc, dim, axis, comps, out_axis):
-        if dim is None:
-            raise NotLowerable(f"getitem {loc} slices axis {axis}, whose size is unknown while "
-                               "tracing")
-        start, _, step = slice(*comps).indices(dim)
-        return (start, step, out_axis)
-
-
-def _affine(start, step, i):
-    scaled = i if step == 1 else f"{step} * {i}"
-    return scaled if start == 0 else f"{start} + {scaled}"
-
-
-# op type -> TensorLowering method name, for ops that are not elementwise
-TENSOR_OPS = {"matmul": "matmul", "reshape": "relayout", "expand_dims": "relayout",
-              "squeeze": "relayout", "transpose": "transpose", "broadcast_to": "broadcast_to",
-              "concat": "concat", "argmax": "argreduce", "argmin": "argreduce",
-              **{k: "reduction" for k in REDUCTION_OPS}}
+# op type -> emitter method name (here or in loops_shape.ShapeLowering), for ops that are
+# not elementwise; getitem, constant, while and cond are dispatched by the emitter itself
+TENSOR_OPS = {"matmul": "matmul", "argmax": "argreduce", "argmin": "argreduce",
+              "cumsum": "cumsum", **{k: "reduction" for k in REDUCTION_OPS},
+              "reshape": "relayout", "expand_dims": "relayout", "squeeze": "relayout",
+              "transpose": "transpose", "broadcast_to": "broadcast_to", "concat": "concat",
+              "unstack": "unstack", "tile": "tile"}

@@ -268,6 +268,21 @@ def test_shape_ops_and_tensor_constants():
     agree(f, np.arange(6, dtype=np.float32))
 
 
+@pytest.mark.parametrize("exclusive,reverse", [(False, False), (True, False), (False, True),
+                                               (True, True)])
+def test_cumsum_unstack_and_tile(exclusive, reverse):
+    def f(m, n):
+        acc = gc.zeros([3], gc.int32)
+        for i in gc.range(n):
+            c = gc.cumsum(m * (i + 1), axis=1, exclusive=exclusive, reverse=reverse)  # [2, 3]
+            first, second = gc.unstack(c)
+            acc = acc + first - second + gc.reduce_sum(gc.tile(c, [2, 1]), axis=0)
+            x0, x1, x2 = gc.unstack(acc)               # scalars
+            acc = acc + x0 * x2 - x1
+        return acc
+    agree(f, np.array([[1, -2, 3], [4, 5, -6]], np.int32), np.int32(5))
+
+
 def test_tensor_cond_inside_loop_and_at_top_level():
     def f(v, flag):
         for _ in gc.range(6):
@@ -368,12 +383,12 @@ def _line_of(fn, text):
 
 
 def test_unsupported_op_falls_back_naming_op_and_line():
-    def f(v):
+    def f(v, idx):
         for _ in gc.range(3):
-            v = gc.cumsum(v) * 0.5  # unsupported
+            v = gc.gather(v, idx) * 0.5  # unsupported
         return v
-    reason = fallback_reason(f, np.arange(4, dtype=np.float32))
-    assert reason.startswith("cumsum") and f"{HERE}:{_line_of(f, 'unsupported')}" in reason
+    reason = fallback_reason(f, np.arange(4, dtype=np.float32), np.array([2, 0, 3, 1], np.int32))
+    assert reason.startswith("gather") and f"{HERE}:{_line_of(f, 'unsupported')}" in reason
     assert "matmul" in reason          # says what is supported
 
 
