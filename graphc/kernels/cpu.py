@@ -12,7 +12,7 @@ from ..errors import InvalidArgumentError
 from ..runtime.backends import register_backend
 from ..runtime.executor import last_uses
 from ..runtime.registry import REGISTRY
-from . import cache, codegen, loops
+from . import blas, cache, codegen, loops
 from .fusion import fuse
 from .groups import KERNEL_NAME, GroupRunner
 
@@ -37,7 +37,10 @@ class Plan:
             index[id(v)] = len(index)
         self.n_in = len(index)
         consts = {}
-        for kind, item in fuse(self.graph):
+        parts = list(fuse(self.graph))
+        self.blas = _blas_updates(self.graph, parts)     # id(assign op) -> (assign, mm, mul)
+        skip = {id(o) for _, mm, mul in self.blas.values() for o in (mm, mul) if o is not None}
+        for kind, item in parts:
             if kind == "group" and len(item.ops) > 1:
                 runner = GroupRunner(item)
                 self.groups.append(runner)
@@ -49,6 +52,12 @@ class Plan:
                 if op.type == "constant" and not op.inputs:
                     # a constant's value is fixed: it sits in the slot array from the start
                     consts[index.setdefault(id(op.outputs[0]), len(index))] = op.attrs["value"]
+                    continue
+                if id(op) in skip:      # computed by the assign's fused BLAS call
+                    continue
+                if id(op) in self.blas:
+                    fn, ins = blas.update_step(*self.blas[id(op)])
+                    self.steps.append((fn, tuple(index[id(v)] for v in ins), (), op, False))
                     continue
                 self.steps.append(self._op_step(op, index))
         self.out_idx = tuple(index[id(v)] for v in self.graph.outputs)
@@ -102,6 +111,17 @@ class Plan:
             for d in dead:
                 env[d] = None
         return [env[i] for i in self.out_idx]
+
+
+def _blas_updates(graph, parts):
+    """The variable updates that become one gemm call (none if numpy's BLAS is not
+    reachable, or if the scaling was fused into a bigger group)."""
+    if not blas.available():
+        return {}
+    found = blas.find_updates(graph)
+    in_groups = {id(op) for kind, item in parts if kind == "group" and len(item.ops) > 1
+                 for op in item.ops}
+    return {k: v for k, v in found.items() if v[2] is None or id(v[2]) not in in_groups}
 
 
 def _optimized(graph):
@@ -227,6 +247,10 @@ def describe(graph):
                 state += f"; fell back to the interpreter: {runner.error}"
             lines.append(f"  {op.type} '{op.name}': lowered to one native function ({state})")
             lines.extend("      " + ln for ln in runner.source.splitlines())
+    for assign, mm, mul in plan.blas.values():
+        scaled = f" and multiply '{mul.name}'" if mul is not None else ""
+        lines.append(f"  {assign.type} '{assign.name}': fused with matmul '{mm.name}'{scaled} "
+                     "into one in-place BLAS gemm call (C = alpha*A@B + C)")
     lines.append(f"  kernel cache {cache.cache_dir()}: {cache.STATS['hits']} hits, "
                  f"{cache.STATS['misses']} misses, {cache.STATS['rebuilt']} rebuilt")
     return "\n".join(lines)

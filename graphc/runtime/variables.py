@@ -51,6 +51,16 @@ def _update(var, value, ufunc):
         var._value = ufunc(a, value).astype(a.dtype, copy=False)
 
 
+def owned_value(var):
+    """The variable's array, safe to write in place: its own when nothing else refers to it
+    and it is a writable C-ordered array, else a private copy put in its place."""
+    a = var._value
+    if not (sys.getrefcount(a) <= _SOLE_OWNER_REFS and type(a) is np.ndarray
+            and a.flags.writeable and a.flags.owndata and a.flags.c_contiguous):
+        a = var._value = np.array(a, order="C", copy=True)
+    return a
+
+
 def _assign_add(var, value):
     _update(var, value, np.add)
 
