@@ -160,7 +160,12 @@ def _expand_infer(types, axis):
     return [tensor(x.dtype, x.shape[:axis] + (1,) + x.shape[axis:])]
 
 
-register("expand_dims", _expand_infer, lambda x, axis: np.expand_dims(x, axis), kind=SHAPE,
+def _expand_impl(x, axis):
+    x = np.asarray(x)
+    return x.reshape(x.shape[:axis] + (1,) + x.shape[axis:])   # np.expand_dims: ~2 us more
+
+
+register("expand_dims", _expand_infer, _expand_impl, kind=SHAPE,
          vjp=lambda gs, outs, ins, axis: [bind("squeeze", gs[0], axis=(axis,))])
 
 
