@@ -1,13 +1,13 @@
 """Whole-loop compilation: a `while`/`cond` op becomes one native numba function.
 
-A region is lowerable when every value in it is a scalar or a small tensor of static shape
-(see `loops_tensor`), and every op is an elementwise op with a scalar template, a
-reduction, argmax/argmin, matmul, a simple shape op, a constant, an indexing `x[i, ...]`
-with ints and static slices, or a nested `while`/`cond` that is lowerable itself. The loop
-then runs as a native `while True:` with `if/else`, with no interpreter work per iteration;
-scalars are local variables and tensors preallocated buffers. Anything else raises
-NotLowerable with the reason (naming the op and the user's line), and the region runs in
-the interpreter.
+A region is lowerable when every value in it is a scalar or a small tensor of static shape,
+and every op is an elementwise op with a scalar template, a reduction, argmax/argmin,
+cumsum, matmul, a simple shape op, a constant, an indexing `x[i, ...]` with ints and static
+slices, or a nested `while`/`cond` that is lowerable itself (tensor ops: `loops_tensor`;
+shape ops and indexing: `loops_shape`). The loop then runs as a native `while True:` with
+`if/else`, with no interpreter work per iteration; scalars are local variables and tensors
+preallocated buffers. Anything else raises NotLowerable with the reason (naming the op and
+the user's line), and the region runs in the interpreter.
 """
 import os
 import sys
@@ -33,7 +33,7 @@ class _Emitter(TensorLowering, ShapeLowering):
         self.consts = []         # module-level tensor constants
         self.count = 0
         self.arrays = {}         # name -> shape, for names bound to arrays (not scalars)
-        self.deferred = {}       # name -> (op, args): computed inside its consumer's loops
+        self.deferred = {}       # name -> (op, args, loc): computed in its consumer's loops
         self.deferrable = set()
         self.buffers = []        # every buffer name, in the order they were made
 

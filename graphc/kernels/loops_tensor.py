@@ -118,9 +118,9 @@ class TensorLowering:
     """Mixin for the loop emitter: the ops on array values.
 
     Needs `emit`, `fresh`, `allocs` (lines run once at function entry), `consts` (module
-    lines), `arrays` (name -> shape, for every name bound to an array), `deferred` (name ->
-    (op, argument names, location) for values computed where they are used) and `deferrable` (ids of
-    the values that may be)."""
+    lines), `arrays` (name -> shape, for every name bound to an array), `buffers` (the
+    buffer names, in order), `deferred` (name -> (op, argument names, location) for values
+    computed where they are used) and `deferrable` (ids of the values that may be)."""
 
     def plan_deferred(self, g):
         """Mark the tensor values of `g` that are computed inside their only consumer."""
@@ -322,6 +322,7 @@ class TensorLowering:
         self.emit(d, f"for {k} in range({inner}):")
         self.emit(d + 1, f"{acc} = {t}({acc} + {lhs} * {rhs})")
         self.emit(d, f"{buf}[{', '.join(idx)}] = {acc}")
+
 
 # op type -> emitter method name (here or in loops_shape.ShapeLowering), for ops that are
 # not elementwise; getitem, constant, while and cond are dispatched by the emitter itself

@@ -208,6 +208,27 @@ def test_every_elementwise_op_on_tensor_state(dtype):
     agree(f, x, y)
 
 
+@st.composite
+def _broadcasting_pair(draw):
+    """A state shape and a captured shape that broadcasts into it (dims dropped or set to 1)."""
+    shape = draw(st.lists(st.integers(1, 4), min_size=1, max_size=3))
+    lead = draw(st.integers(0, len(shape)))
+    other = [1 if draw(st.booleans()) else d for d in shape[lead:]]
+    return tuple(shape), tuple(other)
+
+
+@FEW
+@given(shapes=_broadcasting_pair(), seed=st.integers(0, 100))
+def test_broadcasting_updates_of_random_shapes(shapes, seed):
+    def f(v, w):
+        for i in gc.range(4):
+            t = gc.cast(i, v.dtype)
+            v = gc.maximum(v * 0.5 - w * t, gc.tanh(w + v) * 2.0) + gc.reduce_min(w)
+        return v
+    rng = _rng(seed)
+    agree(f, rng.standard_normal(shapes[0]), rng.standard_normal(shapes[1]))
+
+
 REDUCTIONS = ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_mean"]
 
 
@@ -281,6 +302,19 @@ def test_cumsum_unstack_and_tile(exclusive, reverse):
             acc = acc + x0 * x2 - x1
         return acc
     agree(f, np.array([[1, -2, 3], [4, 5, -6]], np.int32), np.int32(5))
+
+
+def test_empty_tensor_state():
+    def f(v):
+        top = gc.zeros([3])
+        total = gc.constant(1.0)
+        for _ in gc.range(3):
+            v = v * 2.0 + gc.reduce_sum(v, axis=0, keepdims=True)
+            top = gc.reduce_max(v, axis=0)              # the identity: -inf
+            total = total + gc.reduce_sum(v) + gc.reduce_prod(v)
+        return v, top, total
+    (v, top, total), _ = agree(f, np.zeros((0, 3), np.float32))
+    assert v.shape == (0, 3) and np.all(top == -np.inf) and total == 4.0
 
 
 def test_tensor_cond_inside_loop_and_at_top_level():
