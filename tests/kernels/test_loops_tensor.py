@@ -397,6 +397,15 @@ def test_out_of_range_row_index_raises_the_reference_error():
         f(x, gc.constant(6))
 
 
+@pytest.mark.parametrize("start", [np.int32(3), np.array([3, 1, 4], np.int32)])
+def test_a_single_loop_variable_compiles(start):
+    """One scalar or one tensor as the only loop variable (no counter beside it)."""
+    def f(x):
+        return gc.while_loop(lambda v: gc.reduce_max(v) < 1000, lambda v: v * 3 + 1, x)
+    (got,), _ = agree(f, start)
+    assert got.max() >= 1000
+
+
 def test_static_shapes_are_part_of_the_cache_key():
     keys = []
     for n in (3, 4):
