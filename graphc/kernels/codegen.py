@@ -28,6 +28,7 @@ from .fusion import REDUCTIONS
 # ops worth keeping in a row buffer rather than recomputing in a later pass
 EXPENSIVE = {"exp", "log", "log1p", "tanh", "sin", "cos", "tan", "erf", "pow", "sqrt",
              "rsqrt"}
+ROW_CHUNK = 64      # rows per prange task when rows need buffers (allocated once per task)
 FASTMATH = {"reassoc", "contract", "nsz"}   # never nnan/ninf: NaN and inf keep their meaning
 TRIG = {"sin", "cos", "tan"}                # have a fast variant checked by fast_trig_miss
 
@@ -303,19 +304,28 @@ class _Body:
             if self.level[id(v)] == "const":
                 out.append(f"x{k} = {self._load(k)}")
         pad = 0
+        buffers = [f"buf_{self.names[id(op.outputs[0])]} = np.empty(d{self.A[0]}, "
+                   f"{np_name(op.outputs[0].type.dtype)})  # row buffer"
+                   for op in g.ops if id(op.outputs[0]) in self.buffered]
         for depth, a in enumerate(self.K):
+            ind = "    " * pad
+            if depth == 0 and buffers:     # rows in chunks: one buffer per chunk, not per row
+                out.append(ind + f"for c{a} in RANGE0((d{a} + {ROW_CHUNK - 1}) // {ROW_CHUNK}):")
+                out.extend(ind + "    " + b for b in buffers)
+                out.append(ind + f"    for r{a} in range(min({ROW_CHUNK}, d{a} - c{a} * "
+                                 f"{ROW_CHUNK})):")
+                out.append(ind + f"        i{a} = c{a} * {ROW_CHUNK} + r{a}")
+                pad += 2
+                continue
             rng = "RANGE0(" if depth == 0 else "range("
-            out.append("    " * depth + f"for i{a} in {rng}d{a}):")
-            pad = depth + 1
+            out.append(ind + f"for i{a} in {rng}d{a}):")
+            pad += 1
         sp = "    " * pad
+        if buffers and not self.K:
+            out.extend(buffers)
         for k, v in enumerate(g.inputs):
             if self.level[id(v)] == "outer":
                 out.append(sp + f"x{k} = {self._load(k)}")
-        for op in g.ops:
-            if id(op.outputs[0]) in self.buffered:
-                name = self.names[id(op.outputs[0])]
-                out.append(sp + f"buf_{name} = np.empty(d{self.A[0]}, "
-                                f"{np_name(op.outputs[0].type.dtype)})  # row buffer")
         full_outs = []
         for op in g.ops:
             v = op.outputs[0]

@@ -128,3 +128,13 @@ def test_sgd_update_happens_in_place_and_earlier_reads_keep_their_values():
     assert w._value.__array_interface__["data"][0] == buf
     np.testing.assert_array_equal(w.numpy(), 0.0)
     assert float(total) == 0.0
+
+
+@pytest.mark.parametrize("rows", [1, 64, 130])
+def test_row_buffers_in_chunks_of_rows_agree(monkeypatch, rows):
+    """Softmax keeps exp(x - max) in a row buffer allocated once per chunk of rows."""
+    monkeypatch.setattr(groups, "PAR_MIN", 0)
+    x = np.random.default_rng(rows).standard_normal((rows, 9)).astype(np.float32)
+    got = agree(lambda a: gc.nn.softmax(a * 2.0), x)
+    np.testing.assert_allclose(got[0].numpy().sum(axis=1), 1.0, rtol=1e-5)
+    assert any("# row buffer" in s for s in _sources(lambda a: gc.nn.softmax(a * 2.0), x))

@@ -125,7 +125,9 @@ def test_kernel_source_is_a_readable_loop_nest_naming_user_lines():
     (grp,) = _groups(_graph(softmax, gc.TensorSpec([8, 16], F32)))
     src = codegen.generate(_spec(grp), "k")
     compile(src, "<kernel>", "exec")
-    assert "for i0 in prange(d0):" in src and "for i1 in range(d1):" in src
+    # exp(x - max) is kept in a row buffer, allocated once per chunk of 64 rows
+    assert "for c0 in prange((d0 + 63) // 64):" in src and "for i1 in range(d1):" in src
+    assert "buf_" in src and "i0 = c0 * 64 + r0" in src
     exp_line = next(ln for ln in src.splitlines() if "exp(" in ln)
     assert "test_fusion.py:" in exp_line and "# exp" in exp_line
     assert "out0[i0, i1]" in src
