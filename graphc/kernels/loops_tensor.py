@@ -154,9 +154,13 @@ class TensorLowering:
         return name
 
     def nest(self, shape, depth):
-        """Emit `for` loops over `shape`; returns (index names, depth inside them)."""
+        """Emit `for` loops over `shape` (none for a size-1 dim: its index is 0); returns
+        (index expressions, depth inside the loops)."""
         idx = []
         for d in shape:
+            if d == 1:
+                idx.append("0")
+                continue
             i = self.fresh("i")
             self.emit(depth, f"for {i} in range({d}):")
             idx.append(i)
