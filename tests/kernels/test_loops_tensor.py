@@ -317,6 +317,24 @@ def test_empty_tensor_state():
     assert v.shape == (0, 3) and np.all(top == -np.inf) and total == 4.0
 
 
+_bound = st.one_of(st.none(), st.integers(-6, 6))
+
+
+@FEW
+@given(rows=st.integers(1, 5), cols=st.integers(1, 5), start=_bound, stop=_bound,
+       step=st.sampled_from([None, 1, 2, -1, -2]), row=st.integers(-1, 0))
+def test_static_slices_and_negative_indices(rows, cols, start, stop, step, row):
+    def f(x):
+        part = x[:, start:stop:step]
+        acc = gc.zeros_like(part)
+        last = gc.zeros_like(x[row, ::-1][None, :])
+        for i in gc.range(3):
+            acc = acc + x[:, start:stop:step] * gc.cast(i, x.dtype)
+            last = last + x[row, ::-1][None, :]
+        return acc, last
+    agree(f, _rng(rows * 10 + cols).standard_normal((rows, cols)))
+
+
 def test_tensor_cond_inside_loop_and_at_top_level():
     def f(v, flag):
         for _ in gc.range(6):
