@@ -61,7 +61,21 @@ def _load():
                 fns[np.dtype(dtype)] = fn
             if len(fns) == 2:
                 _GEMM.update(fns)
+                _state["int"] = int_t
+                for name in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
+                             "openblas_get_num_threads"):
+                    threads = getattr(lib, name, None)
+                    if threads is not None:
+                        threads.restype, threads.argtypes = ctypes.c_int, []
+                        _state["blas_threads"] = threads
+                        break
                 return
+
+
+def blas_threads():
+    """How many threads numpy's BLAS uses per call (0: unknown)."""
+    fn = _state.get("blas_threads") if available() else None
+    return int(fn()) if fn is not None else 0
 
 
 def available():
@@ -98,11 +112,55 @@ def gemm_update(var, a, b, scale, sign, transpose_a, transpose_b):
     c = variables.owned_value(var)
     if not c.flags.c_contiguous or np.may_share_memory(c, a) or np.may_share_memory(c, b):
         return False
-    ta, la, lda = _operand(la)
-    tb, lb, ldb = _operand(lb)
-    fn(_ROW_MAJOR, ta, tb, m, n, k, sign * float(scale), la.ctypes.data, lda, lb.ctypes.data,
-       ldb, 1.0, c.ctypes.data, max(1, n))
+    gemm(ta_la_lda=_operand(la), tb_lb_ldb=_operand(lb), m=m, n=n, k=k,
+         alpha=sign * float(scale), beta=1.0, c=c)
     return True
+
+
+def gemm(ta_la_lda, tb_lb_ldb, m, n, k, alpha, beta, c):
+    """C = alpha*op(A)@op(B) + beta*C on a C-ordered c, split across graphc's threads when
+    numpy's BLAS runs single-threaded and the product is big (`blas_split`)."""
+    from . import blas_split
+    ta, a, lda = ta_la_lda
+    tb, b, ldb = tb_lb_ldb
+    if blas_split.run(c.dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c):
+        return
+    _GEMM[c.dtype](_ROW_MAJOR, ta, tb, m, n, k, alpha, a.ctypes.data, lda, b.ctypes.data, ldb,
+                   beta, c.ctypes.data, max(1, n))
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False):
+    """np.matmul through `gemm` for 2-D float32/float64 operands of one dtype (so a big
+    product can be split across threads); anything else goes to the numpy rule."""
+    dt = a.dtype
+    if a.ndim != 2 or b.ndim != 2 or b.dtype != dt or dt not in _GEMM:
+        return _MATMUL(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
+    la = a.T if transpose_a else a
+    lb = b.T if transpose_b else b
+    m, k = la.shape
+    n = lb.shape[1]
+    from . import blas_split
+    if lb.shape[0] != k or not blas_split.applies(dt, m, n, k):
+        return _MATMUL(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
+    c = np.empty((m, n), dt)
+    gemm(_operand(la), _operand(lb), m, n, k, 1.0, 0.0, c)
+    return c
+
+
+def may_split(op):
+    """Could this matmul op be big enough to split? (Static shapes decide at plan time, so
+    small products keep the plain numpy rule with no per-call checks.)"""
+    from .blas_split import SPLIT_MIN
+    if not available() or any(len(v.type.shape) != 2 for v in op.inputs):
+        return False
+    (m, n), a = op.outputs[0].type.shape, op.inputs[0].type.shape
+    k = a[0] if op.attrs["transpose_a"] else a[1]
+    return None in (m, n, k) or m * n * k >= SPLIT_MIN
+
+
+def _MATMUL(a, b, **attrs):
+    from ..runtime.registry import REGISTRY
+    return REGISTRY["matmul"].numpy(a, b, **attrs)
 
 
 def find_updates(graph):
@@ -152,13 +210,13 @@ def update_step(assign, mm, mul):
     scale_v = None
     if mul is not None:
         scale_v = next(v for v in mul.inputs if v.type.shape == ())
-    matmul_np, mul_np = REGISTRY["matmul"].numpy, REGISTRY["multiply"].numpy
+    mul_np = REGISTRY["multiply"].numpy
     assign_np = REGISTRY[assign.type].numpy
 
     def run(var, a, b, scale=1.0):
         if gemm_update(var, a, b, scale, sign, ta, tb):
             return None
-        delta = matmul_np(a, b, transpose_a=ta, transpose_b=tb)
+        delta = matmul(a, b, transpose_a=ta, transpose_b=tb)
         if mul is not None:
             delta = mul_np(*[scale if v is scale_v else delta for v in mul.inputs])
         return assign_np(var, delta)

@@ -75,6 +75,8 @@ class Plan:
         fn = None
         if op.type in ("while", "cond"):
             fn = self._lower(op)
+        if op.type == "matmul" and blas.may_split(op):
+            fn = partial(blas.matmul, **op.attrs)     # big products split across threads
         if fn is None:
             impl = REGISTRY[op.type].numpy
             fn = partial(impl, **op.attrs) if op.attrs else impl

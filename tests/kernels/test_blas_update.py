@@ -86,3 +86,49 @@ def test_gemm_declines_operands_it_cannot_take():
     assert not blas.gemm_update(w, a, np.ones((5, 2), np.float32), 1.0, -1.0, False, False)
     assert blas.gemm_update(w, a, np.ones((4, 2), np.float32), 2.0, -1.0, False, False)
     np.testing.assert_array_equal(w.numpy(), -8.0)
+
+
+# -- big products split across threads -----------------------------------------------------
+@pytest.fixture
+def split_everything(monkeypatch):
+    """Split even small products, as if numpy's BLAS ran one thread on a 2-thread numba."""
+    from graphc.kernels import blas_split
+    monkeypatch.setattr(blas_split, "SPLIT_MIN", 1)
+    monkeypatch.setattr(blas, "blas_threads", lambda: 1)
+    monkeypatch.setattr(blas_split.numba, "get_num_threads", lambda: 2)
+    monkeypatch.setattr(blas_split, "_CHOICES", {})
+    return blas_split
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("m,n", [(9, 4), (4, 9)])           # split by rows, by columns
+def test_split_products_agree_with_numpy(split_everything, dtype, ta, tb, m, n):
+    rng = np.random.default_rng(m * 10 + n)
+    a = rng.standard_normal((m, 5)).astype(dtype)
+    b = rng.standard_normal((5, n)).astype(dtype)
+    A, B = (a.T.copy() if ta else a), (b.T.copy() if tb else b)
+    for _ in range(3):                                     # split, single, then the faster
+        got = blas.matmul(A, B, transpose_a=ta, transpose_b=tb)
+        assert got.dtype == dtype and got.shape == (m, n)
+        np.testing.assert_allclose(got, a @ b, rtol=1e-5 if dtype == np.float32 else 1e-12)
+    choice = next(iter(split_everything._CHOICES.values()))
+    assert None not in choice.avg                           # both variants were timed
+
+
+def test_split_fused_update_in_a_compiled_step(split_everything):
+    got, graph = _run("numba", BODIES["sub_scaled_transpose_a"], np.float32, steps=4)
+    want, _ = _run("numpy", BODIES["sub_scaled_transpose_a"], np.float32, steps=4)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    assert split_everything._CHOICES
+
+
+def test_split_choice_follows_the_faster_average(split_everything):
+    c = split_everything._Choice()
+    assert c.pick() is True                                 # first: split
+    c.record(True, 2.0)
+    assert c.pick() is False                                # then the single call once
+    c.record(False, 1.0)
+    assert c.split is False
+    picks = [c.pick() for _ in range(split_everything.PROBE_EVERY * 2)]
+    assert picks.count(True) == 2                           # probes the other side now and then
