@@ -18,6 +18,8 @@ def header_lines(report):
     threads = " ".join(f"{k}={v}" for k, v in (m.get("thread_env") or {}).items())
     if threads:
         versions += f"; {threads}"
+    if m.get("blas_threads"):
+        versions += f"; BLAS threads: {m['blas_threads']}"
     lines = [f"graphc bench{' --quick' if report.quick else ''}: {m['date']}, "
              f"{m['cores']} cores ({m['cpu']}), {m['os']}"
              + (f", load average {m['load_average']}" if m.get("load_average") is not None

@@ -1,4 +1,5 @@
 """Run workloads in every mode, check each against eager, and collect the timings."""
+import os
 import sys
 from dataclasses import asdict, dataclass, field
 
@@ -88,6 +89,14 @@ def run(names, backends, quick=False, min_time=0.5, peers=True, seed=0, out=None
     BenchError when a mode fails or disagrees with eager.
     """
     out = out or sys.stdout
+    blas_note, restore = pin_blas_threads()
+    try:
+        return _run(names, backends, quick, min_time, peers, seed, out, blas_note)
+    finally:
+        restore()
+
+
+def _run(names, backends, quick, min_time, peers, seed, out, blas_note):
     triad_n = WORKLOADS["elementwise"].sizes_for(quick)["n"]
     out.write(f"measuring numpy triad bandwidth ({triad_n:,} float32) ...")
     out.flush()
@@ -107,8 +116,31 @@ def run(names, backends, quick=False, min_time=0.5, peers=True, seed=0, out=None
             out.write("\n")
             out.flush()
         results.append(result)
-    return BenchReport(describe_machine(), quick, min_time, ["eager"] + list(backends),
+    machine = describe_machine()
+    machine["blas_threads"] = blas_note
+    return BenchReport(machine, quick, min_time, ["eager"] + list(backends),
                        triad, triad_n, peer_status, results)
+
+
+def pin_blas_threads():
+    """Run numpy's BLAS on one thread unless the user chose a thread count; returns (what
+    the header says, how to undo it).
+
+    On a shared 2-core VM, OpenBLAS's own threads made a 0.3 ms matmul take up to 40 ms
+    (its workers wait for a core the other thread holds), which turned every matmul-heavy
+    row into noise. Every mode and peer then runs with the same setting; graphc itself may
+    still split a big product across numba's threads (kernels/blas_split.py).
+    """
+    chosen = [k for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+              if k in os.environ]
+    if chosen:
+        return f"as set by {chosen[0]}={os.environ[chosen[0]]}", lambda: None
+    from ..kernels import blas
+    before = blas.blas_threads()
+    if before and blas.set_blas_threads(1):
+        return ("1 (set by graphc bench; export OPENBLAS_NUM_THREADS to choose)",
+                lambda: blas.set_blas_threads(before))
+    return "numpy's default", lambda: None
 
 
 def run_workload(workload, sizes, backends, peer_list, min_time, seed=0, out=None):

@@ -61,7 +61,7 @@ def _load():
                 fns[np.dtype(dtype)] = fn
             if len(fns) == 2:
                 _GEMM.update(fns)
-                _state["int"] = int_t
+                _state["int"], _state["path"] = int_t, path
                 for name in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
                              "openblas_get_num_threads"):
                     threads = getattr(lib, name, None)
@@ -70,6 +70,22 @@ def _load():
                         _state["blas_threads"] = threads
                         break
                 return
+
+
+def set_blas_threads(n):
+    """Set numpy's OpenBLAS thread count (what OPENBLAS_NUM_THREADS sets at start-up);
+    False where the library has no such entry point."""
+    if not available():
+        return False
+    lib = ctypes.CDLL(_state["path"])
+    for name in ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_",
+                 "openblas_set_num_threads"):
+        fn = getattr(lib, name, None)
+        if fn is not None:
+            fn.restype, fn.argtypes = None, [ctypes.c_int]
+            fn(int(n))
+            return True
+    return False
 
 
 def blas_threads():

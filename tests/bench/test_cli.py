@@ -176,3 +176,23 @@ def test_help_lists_the_options(capsys):
     out = capsys.readouterr().out
     for option in ("--workload", "--backend", "--quick", "--json", "--plot", "--min-time"):
         assert option in out
+
+
+def test_bench_runs_blas_on_one_thread_unless_told_and_restores_it(monkeypatch):
+    from graphc.bench import runner
+    from graphc.kernels import blas
+    for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(k, raising=False)
+    before = blas.blas_threads()
+    note, restore = runner.pin_blas_threads()
+    try:
+        if before:
+            assert note.startswith("1 (set by graphc bench") and blas.blas_threads() == 1
+        else:
+            assert note == "numpy's default"
+    finally:
+        restore()
+    assert blas.blas_threads() == before
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    note, restore = runner.pin_blas_threads()
+    assert note == "as set by OPENBLAS_NUM_THREADS=2" and blas.blas_threads() == before
