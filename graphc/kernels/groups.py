@@ -2,6 +2,7 @@
 import math
 import os
 import sys
+import threading
 import time
 from functools import partial
 
@@ -104,6 +105,48 @@ class _Layout:
         self.go = None      # once decided (and no flat variant to choose): the whole call
 
 
+class OutputPool:
+    """Output arrays of 1 MiB or more are reused once the caller has dropped them.
+
+    A fresh 40 MB np.empty costs ~3 ms of page faults when the kernel first writes it
+    (measured: filling a new 10M float32 array 5.7 ms, a reused one 2.4 ms). An array is
+    taken again only when the pool holds the last reference to it (no tensor, view or
+    interpreter slot refers to it any more); a lock makes check-and-take atomic across
+    threads.
+    """
+
+    MIN_BYTES = 1 << 20
+
+    def __init__(self):
+        self.kept = {}        # (shape, dtype) -> arrays last returned for them
+        self.lock = threading.Lock()
+
+    def take(self, specs):
+        out = []
+        with self.lock:
+            for shape, dt in specs:
+                free = None
+                kept = self.kept.get((shape, dt))
+                if kept:
+                    for k in range(len(kept)):
+                        if sys.getrefcount(kept[k]) == 2:     # the kept list, the argument
+                            free = kept.pop(k)
+                            break
+                arr = free if free is not None else np.empty(shape, dt)
+                if arr.nbytes >= self.MIN_BYTES:
+                    self.kept.setdefault((shape, dt), []).append(arr)
+                    del self.kept[(shape, dt)][:-len(specs) - 1]   # a few per shape at most
+                out.append(arr)
+        return out
+
+    def allocator(self, specs):
+        specs = [(tuple(s), dt) for s, dt in specs]
+        if all(int(np.prod(s, dtype=np.int64)) * np.dtype(dt).itemsize < self.MIN_BYTES
+               for s, dt in specs):
+            return lambda: [np.empty(s, dt) for s, dt in specs]
+        return lambda: self.take(specs)
+
+
 class GroupRunner:
     """Callable `(*input arrays) -> tuple of output arrays` for one fused group."""
 
@@ -115,6 +158,7 @@ class GroupRunner:
         self.used = {}        # key -> _Kernel, the kernels this group actually ran
         self.fallbacks = []   # reasons the kernel was not used
         self.min_size = min_size()
+        self.outputs = OutputPool()
 
     # -- numpy path ----------------------------------------------------------------------
     def run_numpy(self, arrays):
@@ -170,9 +214,10 @@ class GroupRunner:
         fn = kern.parallel if par else kern.serial
         outs = [(s, v.type.dtype.np) for s, v in zip(lay.out_shapes, self.group.outputs)]
         dims = lay.domain
+        alloc = self.outputs.allocator(outs)
 
         def go(arrays):
-            res = [np.empty(s, dt) for s, dt in outs]
+            res = alloc()
             fn(*arrays, *res, *dims)
             return res
         return go
@@ -203,11 +248,12 @@ class GroupRunner:
         g = self.group
         if flat:
             ins = [a.reshape(-1) if a.ndim else a for a in arrays]
-            outs = [np.empty(lay.size, v.type.dtype.np) for v in g.outputs]
+            outs = self.outputs.take([((lay.size,), v.type.dtype.np) for v in g.outputs])
             dims = (lay.size,)
         else:
             ins = arrays
-            outs = [np.empty(s, v.type.dtype.np) for s, v in zip(lay.out_shapes, g.outputs)]
+            outs = self.outputs.take([(s, v.type.dtype.np)
+                                      for s, v in zip(lay.out_shapes, g.outputs)])
             dims = lay.domain
         kern.run(par, (*ins, *outs, *dims))
         if flat:

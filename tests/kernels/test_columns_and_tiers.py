@@ -138,3 +138,22 @@ def test_row_buffers_in_chunks_of_rows_agree(monkeypatch, rows):
     got = agree(lambda a: gc.nn.softmax(a * 2.0), x)
     np.testing.assert_allclose(got[0].numpy().sum(axis=1), 1.0, rtol=1e-5)
     assert any("# row buffer" in s for s in _sources(lambda a: gc.nn.softmax(a * 2.0), x))
+
+
+# -- output buffers ------------------------------------------------------------------------
+def test_big_outputs_are_reused_only_once_nothing_refers_to_them(monkeypatch):
+    monkeypatch.setattr(groups.OutputPool, "MIN_BYTES", 64)
+    fn = gc.function(lambda a: gc.exp(a) * 2.0 + 1.0, backend="numba")
+    x = np.linspace(0, 1, 100, dtype=np.float32)
+    want = np.exp(x) * np.float32(2) + np.float32(1)
+    kept = fn(x)                                   # held: its buffer must not be reused
+    held = kept.numpy().copy()
+    fn(x * 0)
+    np.testing.assert_array_equal(kept.numpy(), held)
+    addr = lambda t: t.numpy().__array_interface__["data"][0]  # noqa: E731
+    first = addr(fn(x))                            # dropped at once...
+    assert addr(fn(x)) == first                    # ...so the next call writes into it
+    view = fn(x).numpy()[10:20]                    # a view keeps its base alive
+    other = fn(x)
+    np.testing.assert_allclose(view, want[10:20], rtol=1e-6)
+    np.testing.assert_allclose(other.numpy(), want, rtol=1e-6)
