@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import graphc as gc
-from graphc.kernels import codegen, groups
+from graphc.kernels import codegen, groups, output_pool
 from graphc.kernels.codegen_columns import BLOCK
 from graphc.kernels.cpu import compile_plan
 from agreement_helpers import agree
@@ -142,7 +142,7 @@ def test_row_buffers_in_chunks_of_rows_agree(monkeypatch, rows):
 
 # -- output buffers ------------------------------------------------------------------------
 def test_big_outputs_are_reused_only_once_nothing_refers_to_them(monkeypatch):
-    monkeypatch.setattr(groups.OutputPool, "MIN_BYTES", 64)
+    monkeypatch.setattr(output_pool.OutputPool, "MIN_BYTES", 64)
     fn = gc.function(lambda a: gc.exp(a) * 2.0 + 1.0, backend="numba")
     x = np.linspace(0, 1, 100, dtype=np.float32)
     want = np.exp(x) * np.float32(2) + np.float32(1)
