@@ -7,8 +7,8 @@ from .loops_tensor import NotLowerable, check_value, static_shape
 
 
 class ShapeLowering:
-    """reshape, expand_dims, squeeze, transpose, broadcast_to, concat, unstack, tile and
-    getitem on arrays of static shape."""
+    """reshape, expand_dims, squeeze, transpose, broadcast_to, concat, unstack, tile,
+    getitem and gather on arrays of static shape."""
 
     def relayout(self, op, env, depth, loc):
         """reshape, expand_dims, squeeze: the same elements in C order, a flat copy."""
@@ -83,12 +83,11 @@ class ShapeLowering:
         self.emit(d, f"{buf}[{', '.join(idx)}] = {src}[{', '.join(at)}]  # tile {loc}")
 
     def getitem(self, op, env, depth, loc):
-        """x[...] with ints (static or loop counters), static slices and None."""
-        arr = env[id(op.inputs[0])]
-        if arr not in self.arrays:
-            raise NotLowerable(f"getitem {loc} indexes a scalar")
+        """x[...] with ints (static or loop counters), static slices, None and one index
+        tensor (a gather along its axis)."""
+        arr = self._source(op, env, loc)
         src_shape = self.arrays[arr]
-        parts, out_axis = [], 0     # per source axis: index expression or (start, step, out axis)
+        parts, out_axis = [], 0     # per source axis, see _read
         for item in op.attrs["index"]:
             kind, axis = item[0], len(parts)
             if kind == "new":
@@ -98,25 +97,69 @@ class ShapeLowering:
             elif kind == "slice" and not any(isinstance(c, str) for c in item[1:]):
                 parts.append(self._slice(op, loc, src_shape[axis], axis, item[1:], out_axis))
                 out_axis += 1
+            elif kind == "take" and not any(p[0] == "take" for p in parts if type(p) is tuple):
+                iv = op.inputs[int(item[1][1:])]
+                ind = self.operand(iv, env, f"getitem {loc}: index")
+                parts.append(("take", ind, out_axis, len(iv.type.shape), axis))
+                out_axis += len(iv.type.shape)
             else:
-                raise NotLowerable(f"getitem {loc} uses an index tensor or slice bounds computed "
-                                   f"at run time (index {item}); only ints, loop counters and "
-                                   "static slices are compiled")
+                raise NotLowerable(f"getitem {loc} uses slice bounds computed at run time or "
+                                   f"a second index tensor (index {item}); only ints, loop "
+                                   "counters, static slices and one index tensor are compiled")
         for axis in range(len(parts), len(src_shape)):
             parts.append(self._slice(op, loc, src_shape[axis], axis, (None, None, None),
                                      out_axis))
             out_axis += 1
+        self._read(op, env, depth, loc, arr, parts)
+
+    def gather(self, op, env, depth, loc):
+        """gather(x, indices, axis): x[:, ..., indices] with `axis` slices before it."""
+        arr = self._source(op, env, loc)
+        iv = op.inputs[1]
+        ind = self.operand(iv, env, f"gather {loc}: indices")
+        axis, rank = op.attrs["axis"], len(iv.type.shape)
+        shape = self.arrays[arr]
+        parts = [self._slice(op, loc, shape[a], a, (None, None, None), a) for a in range(axis)]
+        parts.append(("take", ind, axis, rank, axis))
+        parts += [self._slice(op, loc, shape[a], a, (None, None, None), a - 1 + rank)
+                  for a in range(axis + 1, len(shape))]
+        self._read(op, env, depth, loc, arr, parts)
+
+    def _source(self, op, env, loc):
+        arr = env[id(op.inputs[0])]
+        if arr not in self.arrays:
+            raise NotLowerable(f"{op.type} {loc} indexes a scalar")
+        return arr
+
+    def _read(self, op, env, depth, loc, arr, parts):
+        """The op's result read from `arr`; per source axis, `parts` holds an index
+        expression, (start, step, out axis) for a slice, or ("take", indices, first out
+        axis, rank of indices, source axis) for a gather (indices in [0, size), as the
+        numpy rule checks)."""
         out = op.outputs[0]
-        if out.type.shape == ():
-            check_value(out, f"getitem {loc}: result")
-            env[id(out)] = name = self.fresh()
-            self.emit(depth, f"{name} = {arr}[{', '.join(parts)}]  # getitem {loc}")
-            return
-        buf, shape = self.result(op, env, loc)
-        idx, d = self.nest(shape, depth)
-        src_idx = [p if isinstance(p, str) else
-                   _affine(p[0], p[1], idx[p[2]]) for p in parts]
-        self.emit(d, f"{buf}[{', '.join(idx)}] = {arr}[{', '.join(src_idx)}]  # getitem {loc}")
+        if check_value(out, f"{op.type} {loc}: result") == ():
+            env[id(out)] = target = self.fresh()
+            idx, d = [], depth
+        else:
+            buf, shape = self.result(op, env, loc)
+            idx, d = self.nest(shape, depth)
+            target = f"{buf}[{', '.join(idx)}]"
+        src_idx = []
+        for p in parts:
+            if type(p) is str:
+                src_idx.append(p)
+            elif p[0] != "take":
+                src_idx.append(_affine(p[0], p[1], idx[p[2]]))
+            else:
+                _, ind, first, rank, axis = p
+                k = self.fresh("k")
+                at = f"{ind}[{', '.join(idx[first:first + rank])}]" if rank else ind
+                self.emit(d, f"{k} = {at}")
+                self.emit(d, f"if {k} < 0 or {k} >= {arr}.shape[{axis}]:")
+                self.emit(d + 1, f"raise IndexError('index out of range in {op.type} "
+                          f"{op.name}')")
+                src_idx.append(k)
+        self.emit(d, f"{target} = {arr}[{', '.join(src_idx)}]  # {op.type} {loc}")
 
     def _index(self, op, env, depth, loc, arr, axis, v):
         if isinstance(v, str):

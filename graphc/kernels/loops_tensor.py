@@ -23,8 +23,9 @@ MAX_LOOP_TENSOR_ELEMENTS = 4096
 
 SUPPORTED_TENSOR_OPS = ("elementwise ops (with broadcasting), reduce_sum/prod/max/min/all/any, "
                         "argmax/argmin, cumsum, matmul, reshape, expand_dims, squeeze, "
-                        "transpose, broadcast_to, concat, unstack, tile, getitem with ints and "
-                        "static slices, constants and nested while/cond")
+                        "transpose, broadcast_to, concat, unstack, tile, gather, getitem with "
+                        "ints, static slices and an index tensor, constants and nested "
+                        "while/cond")
 
 
 class NotLowerable(Exception):
@@ -334,4 +335,4 @@ TENSOR_OPS = {"matmul": "matmul", "argmax": "argreduce", "argmin": "argreduce",
               "cumsum": "cumsum", **{k: "reduction" for k in REDUCTION_OPS},
               "reshape": "relayout", "expand_dims": "relayout", "squeeze": "relayout",
               "transpose": "transpose", "broadcast_to": "broadcast_to", "concat": "concat",
-              "unstack": "unstack", "tile": "tile"}
+              "unstack": "unstack", "tile": "tile", "gather": "gather"}

@@ -1,0 +1,70 @@
+"""Shared by the compiled-loop tests: agreement of numba (loops compiled) with numpy and eager."""
+import inspect
+
+import numpy as np
+from hypothesis import HealthCheck, settings
+
+import graphc as gc
+from graphc.kernels import cpu
+
+FEW = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+TOL = {"float32": dict(rtol=2e-5, atol=2e-6), "float64": dict(rtol=1e-12, atol=1e-13)}
+
+
+def flat(x):
+    if isinstance(x, (list, tuple)):
+        return [y for v in x for y in flat(v)]
+    return [x]
+
+
+def loops_of(fast, args):
+    """The plan's (op, runner, reason) for each top-level while/cond."""
+    return fast.get_concrete_function(*args).graph._numba_plan.loops
+
+
+def agree(fn, *arrays):
+    """fn on numba (whose loops must all be compiled), on numpy and eagerly: equal results.
+    Returns the numba results as numpy arrays and the plan's loop report."""
+    args = [gc.constant(a) for a in arrays]
+    fast = gc.function(fn, backend="numba")
+    got = flat(fast(*args))
+    ref = flat(gc.function(fn, backend="numpy")(*args))
+    eager = flat(fn(*args))
+    report = loops_of(fast, args)
+    assert report, "the function has no top-level loop to compile"
+    for op, runner, reason in report:
+        assert runner is not None, reason
+        assert runner.fn is not None and runner.error is None, runner.error
+    assert len(got) == len(ref) == len(eager)
+    for g, r, e in zip(got, ref, eager):
+        g, r, e = g.numpy(), r.numpy(), e.numpy()
+        assert g.dtype == r.dtype == e.dtype and g.shape == r.shape == e.shape
+        if g.dtype.kind == "f":
+            np.testing.assert_allclose(g, r, equal_nan=True, **TOL[g.dtype.name])
+            np.testing.assert_allclose(e, r, equal_nan=True, **TOL[g.dtype.name])
+        else:
+            np.testing.assert_array_equal(g, r)
+            np.testing.assert_array_equal(e, r)
+    return [g.numpy() for g in got], report
+
+
+def fallback_reason(fn, *arrays):
+    """fn agrees on numba and numpy, and its one loop was NOT compiled: the reason."""
+    args = [gc.constant(a) for a in arrays]
+    fast = gc.function(fn, backend="numba")
+    for g, r in zip(flat(fast(*args)), flat(gc.function(fn, backend="numpy")(*args))):
+        np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-6)
+    ((op, runner, reason),) = loops_of(fast, args)
+    assert runner is None and reason
+    assert "interpreted, because" in cpu.describe(fast.get_concrete_function(*args).graph)
+    return reason
+
+
+def seeded(seed):
+    return np.random.default_rng(seed)
+
+
+def line_of(fn, text):
+    """The file line of `fn`'s first source line containing `text`."""
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(k for k, ln in enumerate(lines) if text in ln)
