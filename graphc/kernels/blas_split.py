@@ -80,18 +80,23 @@ class _Choice:
     while the other cores are free (on a busy 2-core machine it cost 5% more), so every
     PROBE_EVERY-th call runs the other variant and the faster average wins."""
 
-    __slots__ = ("split", "avg", "calls")
+    __slots__ = ("split", "avg", "calls", "warm")
 
     def __init__(self):
-        self.split, self.avg, self.calls = True, [None, None], 0
+        self.split, self.avg, self.calls, self.warm = True, [None, None], 0, [False, False]
 
     def pick(self):
         self.calls += 1
+        if self.avg[self.split] is None:
+            return self.split
         if self.avg[not self.split] is None or self.calls % PROBE_EVERY == 0:
-            return not self.split if self.avg[self.split] is not None else self.split
+            return not self.split
         return self.split
 
     def record(self, split, seconds):
+        if not self.warm[split]:          # a first run may include compiling: not a sample
+            self.warm[split] = True
+            return
         old = self.avg[split]
         self.avg[split] = seconds if old is None else 0.8 * old + 0.2 * seconds
         if None not in self.avg:

@@ -16,18 +16,22 @@ def agree(fn, *arrays):
     assert plan.groups, "nothing was fused: the harness would not test any kernel"
     for runner in plan.groups:     # every group really ran its compiled kernel
         assert runner.used and not runner.fallbacks, runner.fallbacks
-    eager = flat(fn(*tensors))
+    assert_same(got, ref, flat(fn(*tensors)))
+    return got
+
+
+def assert_same(got, ref, eager, tol=TOL):
+    """Three lists of tensors: same dtypes and shapes, values equal up to float rounding."""
     assert len(got) == len(ref) == len(eager)
     for g, r, e in zip(got, ref, eager):
         g, r, e = g.numpy(), r.numpy(), e.numpy()
         assert g.dtype == r.dtype == e.dtype and g.shape == r.shape == e.shape
         if g.dtype.kind == "f":
-            np.testing.assert_allclose(g, r, equal_nan=True, **TOL[g.dtype.name])
-            np.testing.assert_allclose(e, r, equal_nan=True, **TOL[g.dtype.name])
+            np.testing.assert_allclose(g, r, equal_nan=True, **tol[g.dtype.name])
+            np.testing.assert_allclose(e, r, equal_nan=True, **tol[g.dtype.name])
         else:
             np.testing.assert_array_equal(g, r)
             np.testing.assert_array_equal(e, r)
-    return got
 
 
 def flat(x):

@@ -6,15 +6,10 @@ from hypothesis import HealthCheck, settings
 
 import graphc as gc
 from graphc.kernels import cpu
+from agreement_helpers import assert_same, flat  # noqa: F401 - flat is used by the tests
 
 FEW = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TOL = {"float32": dict(rtol=2e-5, atol=2e-6), "float64": dict(rtol=1e-12, atol=1e-13)}
-
-
-def flat(x):
-    if isinstance(x, (list, tuple)):
-        return [y for v in x for y in flat(v)]
-    return [x]
 
 
 def loops_of(fast, args):
@@ -35,16 +30,7 @@ def agree(fn, *arrays):
     for op, runner, reason in report:
         assert runner is not None, reason
         assert runner.fn is not None and runner.error is None, runner.error
-    assert len(got) == len(ref) == len(eager)
-    for g, r, e in zip(got, ref, eager):
-        g, r, e = g.numpy(), r.numpy(), e.numpy()
-        assert g.dtype == r.dtype == e.dtype and g.shape == r.shape == e.shape
-        if g.dtype.kind == "f":
-            np.testing.assert_allclose(g, r, equal_nan=True, **TOL[g.dtype.name])
-            np.testing.assert_allclose(e, r, equal_nan=True, **TOL[g.dtype.name])
-        else:
-            np.testing.assert_array_equal(g, r)
-            np.testing.assert_array_equal(e, r)
+    assert_same(got, ref, eager, TOL)
     return [g.numpy() for g in got], report
 
 

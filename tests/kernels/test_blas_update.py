@@ -108,7 +108,7 @@ def test_split_products_agree_with_numpy(split_everything, dtype, ta, tb, m, n):
     a = rng.standard_normal((m, 5)).astype(dtype)
     b = rng.standard_normal((5, n)).astype(dtype)
     A, B = (a.T.copy() if ta else a), (b.T.copy() if tb else b)
-    for _ in range(3):                                     # split, single, then the faster
+    for _ in range(5):                            # split twice, single twice, then the faster
         got = blas.matmul(A, B, transpose_a=ta, transpose_b=tb)
         assert got.dtype == dtype and got.shape == (m, n)
         np.testing.assert_allclose(got, a @ b, rtol=1e-5 if dtype == np.float32 else 1e-12)
@@ -126,9 +126,13 @@ def test_split_fused_update_in_a_compiled_step(split_everything):
 def test_split_choice_follows_the_faster_average(split_everything):
     c = split_everything._Choice()
     assert c.pick() is True                                 # first: split
+    c.record(True, 50.0)                                    # (compiling: not counted)
+    assert c.pick() is True
     c.record(True, 2.0)
-    assert c.pick() is False                                # then the single call once
+    assert c.pick() is False                                # then the single call
+    c.record(False, 9.0)
+    assert c.pick() is False
     c.record(False, 1.0)
-    assert c.split is False
+    assert c.split is False and c.avg == [1.0, 2.0]
     picks = [c.pick() for _ in range(split_everything.PROBE_EVERY * 2)]
     assert picks.count(True) == 2                           # probes the other side now and then
