@@ -17,6 +17,8 @@ A group with sin/cos/tan also gets `_fast` variants: they call the vectorized po
 (`fast_sin`...), which are exact below 2**53 (float32) or 2**47 (float64), and return how many
 trig arguments were beyond that; the runner then redoes the group with the whole-range
 functions, so typical inputs run ~2x faster and huge ones still get the right answer.
+Flat elementwise groups check their trig arguments chunk by chunk instead and never need a
+redo (`codegen_chunks`).
 """
 import os
 
@@ -139,10 +141,15 @@ def generate(spec, fname):
     if has_fast_variant(spec.group):
         variants.append((fname + "_fast", True))
     fm = "{" + ", ".join(repr(f) for f in sorted(FASTMATH)) + "}"
+    from .codegen_chunks import CHECKED_FLAG, ChunkedBody, is_chunked_group
     from .codegen_columns import ColumnBody, is_column_group
     body_class = ColumnBody if is_column_group(spec) else _Body
     for base, fast in variants:
-        body = body_class(spec, fast).lines()
+        if fast and is_chunked_group(spec):
+            src.append(f"{CHECKED_FLAG} = True  # {base} checks trig arguments per chunk")
+            body = ChunkedBody(spec).lines()
+        else:
+            body = body_class(spec, fast).lines()
         for name, rng in ((base, "range"), (base + "_par", "prange")):
             src.append(f"def {name}({params}):")
             src.extend("    " + ln.replace("RANGE0(", rng + "(") for ln in body)

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import config
 from ..runtime.registry import REGISTRY
-from . import cache, codegen
+from . import cache, codegen, codegen_chunks
 from .fusion import REDUCTIONS
 from .output_pool import OutputPool
 
@@ -49,6 +49,8 @@ class _Kernel:
         self.serial = self.parallel = None
         self.fast = None        # (serial, parallel) fast-trig variants, if the group has trig
         self.redone = 0         # calls where a trig argument missed the fast range
+        self.checked = False    # the fast variant checks per chunk (never redone)
+        self.slow_chunks = 0    # ... and this many chunks took the whole-range path
 
     def load(self):
         mod, self.status = cache.load_module(self.key, self.source)
@@ -57,6 +59,7 @@ class _Kernel:
         if hasattr(mod, KERNEL_NAME + "_fast"):
             self.fast = (getattr(mod, KERNEL_NAME + "_fast"),
                          getattr(mod, KERNEL_NAME + "_fast_par"))
+            self.checked = getattr(mod, codegen_chunks.CHECKED_FLAG, False)
         if config.debug_level() >= 3:
             print(f"// graphc kernel for {self.label} (cache {self.status}, key {self.key[:12]})\n"
                   f"{self.source}", file=sys.stderr)
@@ -66,6 +69,8 @@ class _Kernel:
         (every output is rewritten in full, so the redo leaves no trace of the fast try)."""
         if self.fast is None:
             (self.parallel if par else self.serial)(*args)
+        elif self.checked:
+            self.slow_chunks += self.fast[par](*args)
         elif self.fast[par](*args):
             self.redone += 1
             (self.parallel if par else self.serial)(*args)

@@ -199,22 +199,55 @@ def test_parallel_variant_agrees(monkeypatch):
     assert sum(bool(p and p.signatures) for p in par) >= 2
 
 
+def _trig_counts():
+    from graphc.kernels import groups
+    kernels = [k for k in groups._KERNELS.values() if k.fast]
+    return (sum(k.redone for k in kernels if not k.checked),
+            sum(k.slow_chunks for k in kernels if k.checked))
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("par", [False, True])
 def test_fast_trig_kernel_redoes_huge_arguments_with_whole_range_trig(monkeypatch, dtype, par):
-    """Trig kernels run the reduced-range polynomials first and redo the group with the
-    whole-range functions when an argument reaches 2**53 (float32) / 2**47 (float64)."""
+    """Trig kernels that are not flat (here: broadcasting a row) run the reduced-range
+    polynomials first and redo the group with the whole-range functions when an argument
+    reaches 2**53 (float32) / 2**47 (float64)."""
     from graphc.kernels import groups
     monkeypatch.setattr(groups, "PAR_MIN", 0 if par else 1 << 62)
-    x = np.random.default_rng(4).uniform(-10, 10, (6, 5)).astype(dtype)
-    fn = lambda a: [gc.sin(a) * 2.0 + gc.cos(a * 0.5), gc.tan(a) - a]  # noqa: E731
-    redone = lambda: sum(k.redone for k in groups._KERNELS.values() if k.fast)  # noqa: E731
-    before = redone()
-    _agree(fn, x)
-    assert redone() == before
+    rng = np.random.default_rng(4)
+    x = rng.uniform(-10, 10, (6, 5)).astype(dtype)
+    row = rng.uniform(-1, 1, (1, 5)).astype(dtype)
+    fn = lambda a, r: [gc.sin(a) * r + gc.cos(a * 0.5), gc.tan(a) - r]  # noqa: E731
+    before = _trig_counts()
+    _agree(fn, x, row)
+    assert _trig_counts() == before
     x[1, 2], x[4, 0], x[5, 4] = 1e30, -2.0 ** 52, np.inf
+    _agree(fn, x, row)
+    assert _trig_counts()[0] > before[0]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("par", [False, True])
+def test_flat_trig_kernel_checks_each_chunk(monkeypatch, dtype, par):
+    """Flat elementwise trig groups check each chunk's arguments (here one computed in the
+    group, a * 0.5) and run only the chunks holding huge ones with whole-range trig."""
+    from graphc.kernels import codegen_chunks, groups
+    monkeypatch.setattr(groups, "PAR_MIN", 0 if par else 1 << 62)
+    n = 3 * codegen_chunks.CHUNK + 17                      # three full chunks and a tail
+    x = np.random.default_rng(5).uniform(-10, 10, n).astype(dtype)
+    fn = lambda a: gc.sin(a) * 2.0 + gc.cos(a * 0.5) - gc.tan(a)  # noqa: E731 - one group
+    before = _trig_counts()
     _agree(fn, x)
-    assert redone() > before
+    assert _trig_counts() == before
+    x[5], x[n - 3] = 1e30, np.inf            # first chunk: huge; tail: inf (nan, no miss)
+    x[codegen_chunks.CHUNK + 1] = -1e20       # second chunk: huge
+    _agree(fn, x)
+    compiled = gc.function(fn, backend="numba")
+    compiled(x)                                  # measures and decides once
+    _, slow = _trig_counts()
+    compiled(x)
+    redone, slow_after = _trig_counts()
+    assert redone == before[0] and slow_after - slow == 2      # one call: two chunks
 
 
 def test_empty_tensors_agree():
