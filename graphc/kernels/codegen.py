@@ -14,7 +14,7 @@ Every statement casts to the op's dtype, so int32 wraps and float32 stays float3
 as the numpy rules do; each carries a comment naming the op and the user's file:line.
 
 A group with sin/cos/tan also gets `_fast` variants: they call the vectorized polynomials
-(`fast_sin`...), which are exact below 2**53 (float32) or 2**47 (float64), and return how many
+(`fast_sin`...), which are exact below 2**17 (float32) or 2**47 (float64), and return how many
 trig arguments were beyond that; the runner then redoes the group with the whole-range
 functions, so typical inputs run ~2x faster and huge ones still get the right answer.
 Flat elementwise groups check their trig arguments chunk by chunk instead and never need a

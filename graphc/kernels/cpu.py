@@ -218,11 +218,11 @@ def describe(graph):
                 redo = ""
                 if k.fast is not None and k.checked:
                     redo = (f"; fast trig, arguments checked per chunk: {k.slow_chunks} "
-                            "chunk(s) with arguments from 2**53 (float32) / 2**47 (float64) "
+                            "chunk(s) with arguments from 2**17 (float32) / 2**47 (float64) "
                             "took whole-range trig")
                 elif k.fast is not None:
                     redo = (f"; fast trig, redone with whole-range trig on {k.redone} call(s) "
-                            "whose arguments reached 2**53 (float32) / 2**47 (float64)")
+                            "whose arguments reached 2**17 (float32) / 2**47 (float64)")
                 lines.append(f"    kernel {k.key[:12]} (cache {k.status}{redo}):")
                 lines.extend("      " + ln for ln in k.source.splitlines())
         else:

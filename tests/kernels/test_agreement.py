@@ -211,7 +211,7 @@ def _trig_counts():
 def test_fast_trig_kernel_redoes_huge_arguments_with_whole_range_trig(monkeypatch, dtype, par):
     """Trig kernels that are not flat (here: broadcasting a row) run the reduced-range
     polynomials first and redo the group with the whole-range functions when an argument
-    reaches 2**53 (float32) / 2**47 (float64)."""
+    reaches 2**17 (float32) / 2**47 (float64)."""
     from graphc.kernels import groups
     monkeypatch.setattr(groups, "PAR_MIN", 0 if par else 1 << 62)
     rng = np.random.default_rng(4)

@@ -1,6 +1,7 @@
 """Accuracy (ulp against a higher-precision reference), special values, vectorization and
 typing errors of graphc.kernels.vecmath."""
 import math
+import os
 import re
 import warnings
 
@@ -387,3 +388,16 @@ def test_committed_coefficients_are_what_the_fit_script_produces(name, dtype):
     fitted = [dtype(c) for c in vecmath_fit.fit(g, w, lo, hi, degrees[dtype])]
     table = getattr(vecmath_coeffs, f"{name.upper()}_{'F32' if dtype is np.float32 else 'F64'}")
     assert list(table) == fitted
+
+
+@pytest.mark.skipif(not os.environ.get("GRAPHC_EXHAUSTIVE"),
+                    reason="every float32 below the fast range (~2.3e9 values, minutes): "
+                           "set GRAPHC_EXHAUSTIVE=1")
+@pytest.mark.parametrize("name", ["fast_sin", "fast_cos", "fast_tan"])
+def test_fast_float32_trig_exhaustive_below_its_limit(name):
+    """Every float32 with |x| below F32_FAST_ACCURATE_BELOW, both signs."""
+    top = int(np.float32(vm.F32_FAST_ACCURATE_BELOW).view(np.int32))
+    for start in range(0, top, 1 << 25):
+        pos = np.arange(start, min(start + (1 << 25), top), dtype=np.int32).view(np.float32)
+        for x in (pos, -pos):
+            assert_close(name, np.float32, x, apply(name, x), expected(name, np.float32, x))
