@@ -44,11 +44,13 @@ def environment():
         import numba
         import numpy
         from .. import __version__ as gv
+        from .codegen import vector_width
         feats = llb.get_host_cpu_features().flatten()
         _state["env"] = (f"graphc={gv} src={_package_fingerprint()} numba={numba.__version__} "
                          f"llvmlite={llvmlite.__version__} numpy={numpy.__version__} "
                          f"python={sys.version_info[:3]} cpu={llb.get_host_cpu_name()} "
-                         f"features={hashlib.sha256(feats.encode()).hexdigest()[:16]}")
+                         f"features={hashlib.sha256(feats.encode()).hexdigest()[:16]} "
+                         f"vector_width={vector_width()}")
     return _state["env"]
 
 

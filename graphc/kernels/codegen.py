@@ -128,6 +128,31 @@ class KernelSpec:
         return "\n".join(lines)
 
 
+def vector_width():
+    """Bits per SIMD vector for kernel loops: GRAPHC_VECTOR_WIDTH, else 512 where the CPU
+    has AVX-512F (LLVM itself stays at 256 there), else 0: leave it to LLVM."""
+    env = os.environ.get("GRAPHC_VECTOR_WIDTH")
+    if env:
+        return int(env)
+    import llvmlite.binding as llb
+    return 512 if "+avx512f" in llb.get_host_cpu_features().flatten().split(",") else 0
+
+
+def _widened(body, width):
+    """`body` with the vector-width hint at its top and as the first statement of its
+    outermost RANGE0 loop (the loop body numba outlines in the prange variant)."""
+    if not width:
+        return body
+    hint = f"prefer_vector_width({width})  # SIMD width for this function's loops"
+    out = [hint]
+    for n, line in enumerate(body):
+        out.append(line)
+        if "RANGE0(" in line and hint not in out[1:]:
+            indent = len(body[n + 1]) - len(body[n + 1].lstrip())
+            out.append(" " * indent + hint)
+    return out
+
+
 def has_fast_variant(group):
     return any(op.type in TRIG for op in group.ops)
 
@@ -145,12 +170,14 @@ def generate(spec, fname):
     from .codegen_chunks import CHECKED_FLAG, ChunkedBody, is_chunked_group
     from .codegen_columns import ColumnBody, is_column_group
     body_class = ColumnBody if is_column_group(spec) else _Body
+    width = vector_width()
     for base, fast in variants:
         if fast and is_chunked_group(spec):
             src.append(f"{CHECKED_FLAG} = True  # {base} checks trig arguments per chunk")
             body = ChunkedBody(spec).lines()
         else:
             body = body_class(spec, fast).lines()
+        body = _widened(body, width)
         for name, rng in ((base, "range"), (base + "_par", "prange")):
             src.append(f"def {name}({params}):")
             src.extend("    " + ln.replace("RANGE0(", rng + "(") for ln in body)

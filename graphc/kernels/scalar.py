@@ -12,6 +12,7 @@ from numba import njit
 from numpy import bool_, float32, float64, int32, int64  # noqa: F401 - used by templates
 
 from .vecmath_bits import fmaximum, fminimum  # noqa: F401 - float max/min row reductions
+from .vecmath_bits import prefer_vector_width  # noqa: F401 - see codegen.vector_width
 
 _INLINE = dict(error_model="numpy")
 
@@ -119,6 +120,6 @@ _REPLACEABLE = {"exp", "log", "log1p", "sin", "cos", "tan", "tanh", "erf", "sqrt
                 "pow", "fast_sin", "fast_cos", "fast_tan", "fast_trig_miss"}
 VECMATH_USED = _use_vecmath()
 
-__all__ = ["max", "min", "fmaximum", "fminimum", "sign", "floor", "ceil", "rint", "sqrt", "exp", "log", "log1p", "sin",
+__all__ = ["max", "min", "fmaximum", "fminimum", "prefer_vector_width", "sign", "floor", "ceil", "rint", "sqrt", "exp", "log", "log1p", "sin",
            "cos", "tan", "tanh", "erf", "fast_sin", "fast_cos", "fast_tan", "fast_trig_miss",
            "bool_", "float32", "float64", "int32", "int64"]

@@ -304,3 +304,25 @@ def pick(typingctx, index, table):
             res = builder.select(hit, builder.extract_value(tab, i), res)
         return res
     return table.dtype(ft, table), codegen
+
+
+@intrinsic
+def prefer_vector_width(typingctx, width):
+    """Let LLVM vectorize the calling function's loops `width` bits wide (a literal int).
+
+    On AVX-512 CPUs LLVM keeps loops at 256 bits by default (prefer-256-bit tuning); for
+    compute-bound kernels 512 is faster (measured on an Emerald Rapids VM: the issue's
+    tanh/exp/sin chain 2.67 -> 2.12 ns per element, bit-identical results). Emits no code:
+    it sets the function attributes, so in a prange loop it must sit inside the loop body
+    (numba outlines that body into a function of its own)."""
+    if not isinstance(width, types.IntegerLiteral):
+        return None
+    value = width.literal_value
+
+    def codegen(context, builder, sig, args):
+        # llvmlite.ir knows no string attributes: add them to the set unchecked; they
+        # print inline in the function definition, which LLVM IR allows
+        for attr in (f'"prefer-vector-width"="{value}"', f'"min-legal-vector-width"="{value}"'):
+            set.add(builder.function.attributes, attr)
+        return context.get_dummy_value()
+    return types.none(width), codegen

@@ -163,3 +163,42 @@ def test_reduction_identities_in_source(dtype):
         assert "-np.inf" in src and "_nan" in src
     else:
         assert str(np.iinfo(np.int32).min) in src and "_nan" not in src
+
+
+def _chain(x):
+    return gc.tanh(x * 1.5 + 0.5) * gc.exp(-x * x)
+
+
+@pytest.mark.parametrize("width", ["512", "0"])
+def test_vector_width_hint_sits_at_the_top_and_inside_the_outer_loop(monkeypatch, width):
+    monkeypatch.setenv("GRAPHC_VECTOR_WIDTH", width)
+    (grp,) = _groups(_graph(_chain, gc.TensorSpec([8, 16], F32)))
+    src = codegen.generate(_spec(grp), "k")
+    compile(src, "<kernel>", "exec")
+    lines = src.splitlines()
+    hints = [n for n, ln in enumerate(lines) if "prefer_vector_width(" in ln]
+    if width == "0":
+        assert not hints
+        return
+    assert all("prefer_vector_width(512)" in lines[n] for n in hints)
+    par = lines.index(next(ln for ln in lines if ln.startswith("def k_par(")))
+    loop = next(n for n in range(par, len(lines)) if "prange(" in lines[n])
+    assert par + 1 in hints and loop + 1 in hints       # function top; prange loop body
+
+
+def test_kernels_use_512_bit_vectors_on_avx512_cpus(tmp_path, monkeypatch):
+    import llvmlite.binding as llb
+    if "+avx512f" not in llb.get_host_cpu_features().flatten().split(","):
+        pytest.skip("this CPU has no AVX-512F")
+    from graphc.kernels import groups
+    monkeypatch.setenv("GRAPHC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("GRAPHC_KERNEL_CHOICE", "kernel")
+    monkeypatch.setattr(groups, "MIN_SIZE", 0)
+    x = np.linspace(-3, 3, 64, dtype=np.float32).reshape(8, 8)
+    fn = gc.function(_chain, backend="numba")
+    np.testing.assert_allclose(fn(x).numpy(), _chain(gc.constant(x)).numpy(), rtol=2e-6,
+                               atol=1e-6)     # a*x + b as one FMA in the kernel
+    (kern,) = [k for r in fn.get_concrete_function(x).graph._numba_plan.groups
+               for k in r.used.values()]
+    ir = "".join(kern.serial.inspect_llvm().values())
+    assert "<16 x float>" in ir and '"prefer-vector-width"="512"' in ir
