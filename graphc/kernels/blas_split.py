@@ -9,7 +9,9 @@ Only used when numpy's BLAS reports one thread, numba has several, and the produ
 least SPLIT_MIN multiply-adds; otherwise the caller makes one ordinary call.
 """
 import ctypes
+import statistics
 import time
+from collections import deque
 
 import numba
 import numpy as np
@@ -76,20 +78,28 @@ def _split(addr, item, ta, tb, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc, 
 
 
 class _Choice:
-    """Split or not, per product shape, from running averages of both: a split only pays
-    while the other cores are free (on a busy 2-core machine it cost 5% more), so every
-    PROBE_EVERY-th call runs the other variant and the faster average wins."""
+    """Split or not, per product shape, from the medians of recent timings of both: a split
+    only pays while the other cores are free (on a busy 2-core machine it cost 5% more), so
+    every PROBE_EVERY-th call runs the other variant and the lower median wins. Medians, not
+    running means: on a shared machine one call in a few takes several times longer, and a
+    mean follows those outliers back and forth."""
 
-    __slots__ = ("split", "avg", "calls", "warm")
+    __slots__ = ("split", "samples", "calls", "warm")
 
     def __init__(self):
-        self.split, self.avg, self.calls, self.warm = True, [None, None], 0, [False, False]
+        self.split, self.calls, self.warm = True, 0, [False, False]
+        self.samples = [deque(maxlen=KEEP), deque(maxlen=KEEP)]
+
+    @property
+    def avg(self):
+        """Per variant (index False/True): the median of its recent timings, or None."""
+        return [statistics.median(s) if s else None for s in self.samples]
 
     def pick(self):
         self.calls += 1
-        if self.avg[self.split] is None:
+        if not self.samples[self.split]:
             return self.split
-        if self.avg[not self.split] is None or self.calls % PROBE_EVERY == 0:
+        if not self.samples[not self.split] or self.calls % PROBE_EVERY == 0:
             return not self.split
         return self.split
 
@@ -97,12 +107,13 @@ class _Choice:
         if not self.warm[split]:          # a first run may include compiling: not a sample
             self.warm[split] = True
             return
-        old = self.avg[split]
-        self.avg[split] = seconds if old is None else 0.8 * old + 0.2 * seconds
-        if None not in self.avg:
-            self.split = self.avg[True] < self.avg[False]
+        self.samples[split].append(seconds)
+        single, parts = self.avg
+        if single is not None and parts is not None:
+            self.split = parts < single
 
 
+KEEP = 15               # timings kept per variant
 PROBE_EVERY = 32
 _CHOICES = {}
 

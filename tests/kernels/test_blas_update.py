@@ -136,3 +136,15 @@ def test_split_choice_follows_the_faster_average(split_everything):
     assert c.split is False and c.avg == [1.0, 2.0]
     picks = [c.pick() for _ in range(split_everything.PROBE_EVERY * 2)]
     assert picks.count(True) == 2                           # probes the other side now and then
+
+
+def test_split_choice_is_not_flipped_by_an_outlier(split_everything):
+    c = split_everything._Choice()
+    for split in (True, False):
+        c.record(split, 99.0)                               # first runs: not samples
+    for t in (1.0, 1.1, 0.9, 1.0):
+        c.record(True, t)
+    for t in (2.0, 2.1, 1.9):
+        c.record(False, t)
+    c.record(True, 100.0)                                   # one call on a busy machine
+    assert c.split is True and c.avg == [2.0, 1.0]
