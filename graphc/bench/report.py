@@ -72,8 +72,9 @@ def note_lines(report):
     unused = [f"{name} ({why})" for name, why in report.peers.items() if why]
     if unused:
         notes.append(f"- peers not run: {', '.join(unused)}")
-    notes.append(f"- median over repeats lasting >= {report.min_time_s:g} s; first call "
-                 "includes tracing and compiling; vs eager = eager median / median")
+    notes.append(f"- median over repeats lasting >= {report.min_time_s:g} s per mode, the "
+                 "modes of a workload interleaved round by round; first call includes "
+                 "tracing and compiling; vs eager = eager median / median")
     notes.append("- GB/s = bytes a single fused pass reads and writes / median "
                  "(memory-bound workloads), to compare with the numpy triad above")
     return notes

@@ -156,26 +156,52 @@ def run_workload(workload, sizes, backends, peer_list, min_time, seed=0, out=Non
         return result
     reference, labels = None, None
     modes = [("eager", "eager", None)] + [(b, "graphc", b) for b in backends]
+    series = []
     for mode, kind, backend in modes:
         case = workload.build(sizes, seed)
         call = _graphc_call(case, backend)
         check = _checker(workload, mode, case, reference, labels)
         try:
-            t = timing.measure(call, min_time, observe=check)   # checked before timing
+            x = timing.Series(_failing_as(workload, mode, call), check)  # checked first
         except BenchError:
             raise
         except Exception as e:  # noqa: BLE001 - reported with the workload and mode
-            raise BenchError(f"workload {workload.name!r} failed in mode {mode!r}: "
-                             f"{type(e).__name__}: {e}") from e
+            raise _failed(workload, mode, e) from e
         if reference is None:
-            reference = t.output
+            reference = x.output
             result.notes.extend(case.notes)
             labels = ["result"] * (len(reference) - len(case.init)) + [
                 f"variable {k!r}" for k in case.init]
-        _add_result(result, workload, mode, kind, t, out)
+        series.append((mode, kind, x))
     for peer in peer_list:
-        _run_peer(result, workload, peer, sizes, seed, (reference, labels), min_time, out)
+        x = _prepare_peer(result, workload, peer, sizes, seed, (reference, labels))
+        if x is not None:
+            series.append((peer.name, "peer", x))
+    # every mode is timed in the same rounds, so a busy moment of the machine hits them all
+    timing.sample_interleaved([x for _, _, x in series], min_time)
+    for mode, kind, x in series:
+        if getattr(x.call, "error", None) is not None:
+            result.notes.append(f"{mode} left out: {x.call.error}"[:300])
+            continue
+        _add_result(result, workload, mode, kind, x.timing(), out)
     return result
+
+
+def _failed(workload, mode, e):
+    return BenchError(f"workload {workload.name!r} failed in mode {mode!r}: "
+                      f"{type(e).__name__}: {e}")
+
+
+def _failing_as(workload, mode, call):
+    """`call` with its errors raised as BenchError naming the workload and mode."""
+    def run():
+        try:
+            return call()
+        except BenchError:
+            raise
+        except Exception as e:  # noqa: BLE001 - reported with the workload and mode
+            raise _failed(workload, mode, e) from e
+    return run
 
 
 def _graphc_call(case, backend):
@@ -200,23 +226,37 @@ def _checker(workload, mode, case, reference, labels):
     return observe
 
 
-def _run_peer(result, workload, peer, sizes, seed, reference, min_time, out):
+def _prepare_peer(result, workload, peer, sizes, seed, reference):
+    """A timing Series for `peer` after its first call agreed with eager, or None (with a
+    note). An error in a later call leaves the peer out too: a peer never stops the run."""
     case = workload.build(sizes, seed)
     try:
         call = peer.build(workload.name, case)
-        t = timing.measure(call, min_time,
-                           observe=lambda out: [np.array(np.asarray(x)) for x in out])
-        got = t.output
+        x = timing.Series(call, lambda out: [np.array(np.asarray(v)) for v in out])
+        x.call = _guarded(call)
     except PeerUnsupported:
-        return
+        return None
     except Exception as e:  # noqa: BLE001 - an optional peer never stops the run
         result.notes.append(f"{peer.name} left out: {type(e).__name__}: {e}"[:300])
-        return
-    problem = disagreement(workload, *reference, got, strict_dtype=False)
+        return None
+    problem = disagreement(workload, *reference, x.output, strict_dtype=False)
     if problem:
         result.notes.append(f"{peer.name} left out: disagrees with eager graphc: {problem}")
-        return
-    _add_result(result, workload, peer.name, "peer", t, out)
+        return None
+    return x
+
+
+def _guarded(call):
+    """`call` that records its first exception (in `.error`) instead of raising it."""
+    def run():
+        if run.error is None:
+            try:
+                return call()
+            except Exception as e:  # noqa: BLE001 - recorded, reported as a note
+                run.error = e
+        return None
+    run.error = None
+    return run
 
 
 def _add_result(result, workload, mode, kind, t, out):

@@ -19,6 +19,35 @@ class Timing:
     output: object      # observe(what the first call returned)
 
 
+class Series:
+    """One call being timed: its first call is done, later batches are added one by one."""
+
+    def __init__(self, call, observe):
+        self.call = call
+        t0 = time.perf_counter()
+        output = call()
+        self.first = time.perf_counter() - t0
+        self.output = observe(output)
+        t0 = time.perf_counter()
+        call()                                      # warm-up, and the batch-size estimate
+        estimate = max(time.perf_counter() - t0, 1e-9)
+        self.batch = max(1, int(_BATCH_SECONDS / estimate))
+        self.samples = []
+        self.spent = 0.0
+
+    def sample(self):
+        t0 = time.perf_counter()
+        for _ in range(self.batch):
+            self.call()
+        elapsed = time.perf_counter() - t0
+        self.spent += elapsed
+        self.samples.append(elapsed / self.batch)
+
+    def timing(self):
+        return Timing(self.first, statistics.median(self.samples),
+                      self.batch * len(self.samples), len(self.samples), self.output)
+
+
 def measure(call, min_time, min_repeats=3, observe=lambda output: output):
     """Time `call()`: its first call, then repeats until `min_time` seconds have passed.
 
@@ -27,23 +56,30 @@ def measure(call, min_time, min_repeats=3, observe=lambda output: output):
     are averaged over a batch of calls sized from a warm-up call, and the median is over at
     least `min_repeats` repeats.
     """
-    t0 = time.perf_counter()
-    output = call()
-    first = time.perf_counter() - t0
-    output = observe(output)
-    t0 = time.perf_counter()
-    call()                                          # warm-up, and the batch-size estimate
-    estimate = max(time.perf_counter() - t0, 1e-9)
-    batch = max(1, int(_BATCH_SECONDS / estimate))
-    samples = []
+    return measure_interleaved([(call, observe)], min_time, min_repeats)[0]
+
+
+def measure_interleaved(calls, min_time, min_repeats=3):
+    """Time several `(call, observe)` pairs as `measure` does, but in rounds: each round
+    runs one batch of every call, until each has had `min_time` seconds. On a shared
+    machine whose speed drifts from one second to the next, every call then sees the same
+    mix of quiet and busy moments, so their ratios mean something. First calls (and
+    `observe`) run in the order given, before any repeat."""
+    series = [Series(call, observe) for call, observe in calls]
+    sample_interleaved(series, min_time, min_repeats)
+    return [x.timing() for x in series]
+
+
+def sample_interleaved(series, min_time, min_repeats=3):
+    """The rounds of `measure_interleaved` over prepared Series."""
     start = time.perf_counter()
-    while len(samples) < min_repeats or time.perf_counter() - start < min_time:
-        t0 = time.perf_counter()
-        for _ in range(batch):
-            call()
-        samples.append((time.perf_counter() - t0) / batch)
-    return Timing(first, statistics.median(samples), batch * len(samples), len(samples),
-                  output)
+    while (any(len(x.samples) < min_repeats for x in series)
+           or any(x.spent < min_time for x in series)):
+        for x in series:
+            if len(x.samples) < min_repeats or x.spent < min_time:
+                x.sample()
+        if time.perf_counter() - start > 20 * max(min_time, 0.05) * len(series):
+            break           # a call far slower than its estimate: enough rounds
 
 
 def numpy_triad_gbps(n, min_time):

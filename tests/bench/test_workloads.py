@@ -1,6 +1,7 @@
 """The workloads compute what they claim (vs numpy/Python), eagerly and compiled; the runner's
 pieces (agreement check, timing, peers, formatting) behave."""
 import io
+import time
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from graphc.bench import WORKLOADS, BenchReport, backend_status, report
 from graphc.bench import workloads as W
 from graphc.bench.peers import JaxPeer, NumbaHand, TensorFlowPeer
 from graphc.bench.runner import disagreement, format_seconds, format_speedup, run_workload
-from graphc.bench.timing import measure
+from graphc.bench.timing import measure, measure_interleaved
 
 BACKENDS = [b for b, why in backend_status().items() if why is None]
 MODES = ["eager"] + BACKENDS
@@ -165,6 +166,21 @@ def test_measure_counts_calls_and_returns_first_output():
     assert 0 < t.median_s < 0.01 and t.first_s > 0
 
 
+def test_interleaved_measuring_alternates_between_the_calls():
+    order = []
+
+    def slow():
+        order.append("s")
+        time.sleep(0.0005)
+        return "slow"
+    fast = lambda: order.append("f") or "fast"    # noqa: E731
+    ts, tf = measure_interleaved([(slow, lambda o: o), (fast, lambda o: o)], min_time=0.02)
+    assert (ts.output, tf.output) == ("slow", "fast")
+    assert ts.median_s > tf.median_s and ts.repeats >= 3 and tf.repeats >= 3
+    timed = "".join(order[4:])                           # after the first calls and warm-ups
+    assert "sf" in timed and timed.count("s") == ts.calls   # rounds: a batch of each
+
+
 def test_loop_form_falls_back_with_a_note_and_keeps_convertible_functions():
     count = [0]
 
@@ -219,3 +235,27 @@ def test_optional_peers_agree_when_installed(peer, name):
         pytest.skip(workload.requires())
     result = run_workload(workload, TINY[name], [], [peer], 0.001, out=io.StringIO())
     assert [r.mode for r in result.results] == ["eager", peer.name], result.notes
+
+
+class _FlakyPeer:
+    """A peer that agrees on its first call and fails on a later one."""
+    name = "flaky"
+
+    @staticmethod
+    def build(workload, case):
+        calls = [0]
+        hand = NumbaHand.build(workload, case)
+
+        def call():
+            calls[0] += 1
+            if calls[0] > 3:
+                raise RuntimeError("device lost")
+            return hand()
+        return call
+
+
+def test_a_peer_failing_while_timed_is_left_out_with_a_note():
+    result = run_workload(WORKLOADS["softmax"], TINY["softmax"], ["numpy"], [_FlakyPeer],
+                          0.001, out=io.StringIO())
+    assert [r.mode for r in result.results] == ["eager", "numpy"]
+    assert any(n.startswith("flaky left out: device lost") for n in result.notes)
