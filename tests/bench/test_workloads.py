@@ -162,7 +162,8 @@ def test_measure_counts_calls_and_returns_first_output():
     calls = []
     t = measure(lambda: calls.append(1) or len(calls), min_time=0.01, min_repeats=4)
     assert t.output == 1 and t.repeats >= 4
-    assert len(calls) == t.calls + 2                    # + the first call and the warm-up
+    # + the first call, the warm-up, and one untimed call before each repeat
+    assert len(calls) == t.calls + 2 + t.repeats
     assert 0 < t.median_s < 0.01 and t.first_s > 0
 
 
@@ -178,7 +179,8 @@ def test_interleaved_measuring_alternates_between_the_calls():
     assert (ts.output, tf.output) == ("slow", "fast")
     assert ts.median_s > tf.median_s and ts.repeats >= 3 and tf.repeats >= 3
     timed = "".join(order[4:])                           # after the first calls and warm-ups
-    assert "sf" in timed and timed.count("s") == ts.calls   # rounds: a batch of each
+    assert "sf" in timed                                 # rounds: a batch of each in turn
+    assert timed.count("s") == ts.calls + ts.repeats     # + an untimed call per batch
 
 
 def test_loop_form_falls_back_with_a_note_and_keeps_convertible_functions():
@@ -223,7 +225,7 @@ def test_measure_observes_the_first_call_before_any_other():
         return state
 
     t = measure(step, min_time=0.001, observe=lambda out: list(out))
-    assert t.output == [1] and state[0] == t.calls + 2
+    assert t.output == [1] and state[0] == t.calls + 2 + t.repeats
 
 
 @pytest.mark.parametrize("peer", [TensorFlowPeer, JaxPeer], ids=lambda p: p.name)
