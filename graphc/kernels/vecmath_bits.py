@@ -29,76 +29,42 @@ def _float_ir(t):
     return ir.FloatType() if t.bitwidth == 32 else ir.DoubleType()
 
 
-def _unary_llvm(name):
-    def impl(typingctx, x):
-        ft = _float_arg(name, x)
+def _llvm_float(name, nargs):
+    """An intrinsic calling `llvm.<name>.f32/.f64` on `nargs` floats of one type."""
+    def typed(*args):
+        ft = _float_arg(name, *args)
 
-        def codegen(context, builder, sig, args):
+        def codegen(context, builder, sig, llargs):
             ty = _float_ir(ft)
             fn = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(ty, [ty]), f"llvm.{name}.f{ft.bitwidth}")
-            return builder.call(fn, args)
-        return ft(ft), codegen
-    return impl
+                builder.module, ir.FunctionType(ty, [ty] * nargs), f"llvm.{name}.f{ft.bitwidth}")
+            return builder.call(fn, llargs)
+        return ft(*[ft] * nargs), codegen
+
+    # numba reads the typer's arity from its parameters
+    typers = {1: lambda typingctx, x: typed(x), 2: lambda typingctx, a, b: typed(a, b),
+              3: lambda typingctx, a, b, c: typed(a, b, c)}
+    typer = typers[nargs]
+    typer.__name__ = typer.__qualname__ = name
+    return intrinsic(typer)
 
 
-rint = intrinsic(_unary_llvm("rint"))        # round half to even (vroundps)
-floor = intrinsic(_unary_llvm("floor"))
-ceil = intrinsic(_unary_llvm("ceil"))
-fabs = intrinsic(_unary_llvm("fabs"))
-sqrt = intrinsic(_unary_llvm("sqrt"))
-
-
-def _binary_llvm(name):
-    def impl(typingctx, a, b):
-        ft = _float_arg(name, a, b)
-
-        def codegen(context, builder, sig, args):
-            ty = _float_ir(ft)
-            fn = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(ty, [ty, ty]), f"llvm.{name}.f{ft.bitwidth}")
-            return builder.call(fn, args)
-        return ft(ft, ft), codegen
-    return impl
-
-
+rint = _llvm_float("rint", 1)        # round half to even (vroundps)
+floor = _llvm_float("floor", 1)
+ceil = _llvm_float("ceil", 1)
+fabs = _llvm_float("fabs", 1)
+sqrt = _llvm_float("sqrt", 1)
 # max/min that propagate NaN (IEEE 754-2019 maximum/minimum): as a loop reduction LLVM
 # vectorizes these, while a compare-select max is kept scalar without no-nans flags
 # (measured: row max of 4096x1024 float32, 1.5 ms against 5.3 ms).
-fmaximum = intrinsic(_binary_llvm("maximum"))
-fminimum = intrinsic(_binary_llvm("minimum"))
-
-
-def _ternary_llvm(name):
-    def impl(typingctx, a, b, c):
-        ft = _float_arg(name, a, b, c)
-
-        def codegen(context, builder, sig, args):
-            ty = _float_ir(ft)
-            fn = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(ty, [ty] * 3), f"llvm.{name}.f{ft.bitwidth}")
-            return builder.call(fn, args)
-        return ft(ft, ft, ft), codegen
-    return impl
-
-
+fmaximum = _llvm_float("maximum", 2)
+fminimum = _llvm_float("minimum", 2)
+# |mag| with the sign bit of `sgn` (and/or on the bits)
+copysign = _llvm_float("copysign", 2)
 # a*b + c, fused where the target has FMA (it does here): used for Horner steps.
-mad = intrinsic(_ternary_llvm("fmuladd"))
+mad = _llvm_float("fmuladd", 3)
 # a*b + c with a single rounding, always (needed for exact product error terms).
-fma = intrinsic(_ternary_llvm("fma"))
-
-
-@intrinsic
-def copysign(typingctx, mag, sgn):
-    """|mag| with the sign bit of `sgn` (llvm.copysign: and/or on the bits)."""
-    ft = _float_arg("copysign", mag, sgn)
-
-    def codegen(context, builder, sig, args):
-        ty = _float_ir(ft)
-        fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ty, [ty, ty]), f"llvm.copysign.f{ft.bitwidth}")
-        return builder.call(fn, args)
-    return ft(ft, ft), codegen
+fma = _llvm_float("fma", 3)
 
 
 @intrinsic
