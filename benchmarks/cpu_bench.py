@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit, prange
 
 import graphc as gc
-import graphc.kernels.cpu  # noqa: F401 - sets OMP_WAIT_POLICY=passive before any prange runs,
+import graphc.kernels.cpu  # noqa: F401 - sets GOMP_SPINCOUNT before any prange runs,
 #                            so the hand-written kernels below get the same threading setup
 
 FM = dict(parallel=True, fastmath=True, cache=False)
@@ -255,7 +255,8 @@ def run(quick=False):
 
 def show(rows, cold, warm, init):
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
-          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}")
+          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} "
+          f"GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT')}")
     print(f"{'workload':28s} {'numpy':>10s} {'graphc':>10s} {'numba hand':>11s} "
           f"{'vs numpy':>9s} {'vs hand':>8s}  note")
     for name, t_np, t_gc, t_hand, note in rows:

@@ -4,7 +4,7 @@ With numpy's OpenBLAS on one thread (OPENBLAS_NUM_THREADS=1: on this 2-core VM i
 threads stalled a 0.3 ms product for up to 40 ms), a 128x784 @ 784x256 float32 product
 takes 570 us. Cutting C into one block of rows (or columns) per numba thread, each block
 one single-threaded gemm call inside a `prange`, took 321 us on an idle machine and
-596 us with the other core busy (numba's OpenMP workers wait passively, see cpu.py).
+596 us with the other core busy (how numba's OpenMP workers wait matters: see cpu.py).
 Only used when numpy's BLAS reports one thread, numba has several, and the product has at
 least SPLIT_MIN multiply-adds; otherwise the caller makes one ordinary call.
 """

@@ -16,11 +16,16 @@ from . import blas, cache, codegen, loops
 from .fusion import fuse
 from .groups import KERNEL_NAME, GroupRunner
 
-# numba's default OpenMP layer (libgomp) spins idle workers; on a busy 2-core machine the
-# spinners hold the cores until the next scheduler tick, so every prange region took at
-# least 8 ms (measured: an empty prange loop, 8.0 ms; with passive waiting, 0.01 ms).
-# Set before the first parallel kernel loads libgomp; a user's own setting wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+# How numba's OpenMP workers (libgomp) wait between parallel regions. Sleeping at once
+# (OMP_WAIT_POLICY=passive) made every region pay a wake-up: an empty prange loop took
+# 81 us on the idle 2-core VM (a sleeping vCPU is slow to wake), which cancelled the gain
+# of splitting a training step's two big matmuls. Spinning without end (libgomp's default
+# 300000 spins) held a busy machine's cores: >= 8 ms per region. 100000 spins (a few ms)
+# then sleep: the empty region 8 us idle; with another process hogging a core, its median
+# 15 us but one region in ten waits ~3.5 ms. Set before the first parallel kernel loads
+# libgomp; the user's OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
+if "OMP_WAIT_POLICY" not in os.environ:
+    os.environ.setdefault("GOMP_SPINCOUNT", "100000")
 
 
 class Plan:

@@ -308,3 +308,18 @@ def test_loops_are_interpreted_until_they_cost_enough(monkeypatch):
     assert runner.fn is None and runner.interpreted_s > 0
     monkeypatch.setattr(loops, "LOOP_COMPILE_AFTER", 0.0)
     assert int(f(n)) == want and runner.fn is not None
+
+
+@pytest.mark.parametrize("preset,want", [({}, "100000"), ({"GOMP_SPINCOUNT": "5"}, "5"),
+                                         ({"OMP_WAIT_POLICY": "passive"}, None)])
+def test_openmp_spin_count_default_leaves_the_users_setting(preset, want):
+    import os
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    env.update(preset)
+    code = "import os, graphc.kernels.cpu; print(os.environ.get('GOMP_SPINCOUNT'))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.strip()
+    assert out == str(want)
