@@ -1,7 +1,7 @@
 """MLP train step (784-256-10, batch 128, relu, softmax cross-entropy, SGD): eager graphc vs
 compiled graphc per backend vs a hand-written numpy forward/backward step, medians of one run.
 
-Run: `python benchmarks/train_step_bench.py [--repeat N] [--backends numpy,numba]`.
+Run: `python benchmarks/train_step_bench.py [--min-time S] [--backends numpy,numba]`.
 """
 import argparse
 import time
@@ -68,45 +68,53 @@ def numpy_step(params):
     return step
 
 
-def median_ms(fn, args, repeat, warmup=3):
-    """(median, fastest) milliseconds per call."""
-    for _ in range(warmup):
-        fn(*args)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - t0)
-    return 1e3 * float(np.median(times)), 1e3 * float(np.min(times))
+def timed(calls, min_time):
+    """{name: (median ms, fastest ms)} for zero-argument calls timed in interleaved rounds
+    (graphc.bench.timing), so the shared machine's drift hits every column alike."""
+    from graphc.bench.timing import Series, sample_interleaved
+    series = {name: Series(call, lambda out: out) for name, call in calls.items()}
+    sample_interleaved(list(series.values()), min_time)
+    return {name: (1e3 * x.timing().median_s, 1e3 * min(x.samples))
+            for name, x in series.items()}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--min-time", type=float, default=1.0,
+                        help="seconds of timed calls per column (default 1)")
     parser.add_argument("--backends", default="numpy,auto,numba")
     args = parser.parse_args()
     x, y = data()
-    rows = []
-    rows.append(("hand-written numpy", median_ms(numpy_step(init()), (x, y), args.repeat)))
+    calls, rows = {}, []
+    hand = numpy_step(init())
+    calls["hand-written numpy"] = lambda: hand(x, y)
     xt, yt = gc.constant(x), gc.constant(y)
     eager = graphc_step([gc.Variable(p) for p in init()])
-    rows.append(("graphc eager", median_ms(eager, (xt, yt), args.repeat)))
+    calls["graphc eager"] = lambda: eager(xt, yt)
     for backend in args.backends.split(","):
+        name = f"graphc compiled ({backend})"
         try:
             fn = gc.function(graphc_step([gc.Variable(p) for p in init()]), backend=backend)
             fn(xt, yt)
         except Exception as e:  # noqa: BLE001 - a missing backend is reported, not fatal
-            rows.append((f"graphc compiled ({backend})", f"unavailable: {e}"))
+            rows.append((name, f"unavailable: {e}"))
             continue
-        rows.append((f"graphc compiled ({backend})", median_ms(fn, (xt, yt), args.repeat)))
+        calls[name] = (lambda f: lambda: f(xt, yt))(fn)
+    for _ in range(3):                                  # warm every column first
+        for call in calls.values():
+            call()
+    rows = list(timed(calls, args.min_time).items()) + rows
     # the steps must agree: one step from the same start, compared with numpy
     ref = init()
     loss_np = numpy_step(ref)(x, y)
-    check = [gc.Variable(p) for p in init()]
-    loss_gc = float(gc.function(graphc_step(check), backend="numpy")(xt, yt))
-    assert abs(loss_np - loss_gc) < 1e-4 and all(
-        np.allclose(a, b.numpy(), atol=1e-5) for a, b in zip(ref, check)), "steps disagree"
-    print(f"MLP train step {N_IN}-{N_HID}-{N_OUT}, batch {BATCH}, {args.repeat} calls each:")
+    for backend in ("numpy", "numba"):
+        check = [gc.Variable(p) for p in init()]
+        loss_gc = float(gc.function(graphc_step(check), backend=backend)(xt, yt))
+        assert abs(loss_np - loss_gc) < 1e-4 and all(
+            np.allclose(a, b.numpy(), atol=1e-5) for a, b in zip(ref, check)), \
+            f"the {backend} backend's step disagrees with the numpy step"
+    print(f"MLP train step {N_IN}-{N_HID}-{N_OUT}, batch {BATCH}, columns timed in "
+          f"interleaved rounds, {args.min_time:g} s each (median and fastest of ~5 ms batches):")
     print(f"  {'':32s} {'median':>11s} {'fastest':>11s}")
     for name, value in rows:
         shown = f"{value[0]:8.3f} ms  {value[1]:8.3f} ms" if isinstance(value, tuple) else value
