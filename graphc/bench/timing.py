@@ -6,8 +6,10 @@ from dataclasses import dataclass
 import numpy as np
 
 # Each timed repeat batches enough calls to last about this long, so that the clock's
-# resolution and the loop's own cost vanish for microsecond-sized calls.
-_BATCH_SECONDS = 0.005
+# resolution and the loop's own cost vanish for microsecond-sized calls, and so that in
+# interleaved rounds what the previous mode leaves behind (worker threads still spinning
+# for a few ms: graphc's OpenMP workers, JAX's pool) weighs little in the next one's batch.
+_BATCH_SECONDS = 0.05
 
 
 @dataclass
