@@ -35,7 +35,7 @@ def is_chunked_group(spec):
 class ChunkedBody:
     """Lines of the fast variant's body for a group accepted by `is_chunked_group`."""
 
-    def __init__(self, spec, fast=True):
+    def __init__(self, spec):
         self.spec, self.g = spec, spec.group
         self.names = {}
         for k, v in enumerate(self.g.inputs):
@@ -102,4 +102,3 @@ class ChunkedBody:
                                                  stores)]
         out.append("return slow")
         return out
-
