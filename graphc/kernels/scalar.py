@@ -120,6 +120,7 @@ _REPLACEABLE = {"exp", "log", "log1p", "sin", "cos", "tan", "tanh", "erf", "sqrt
                 "pow", "fast_sin", "fast_cos", "fast_tan", "fast_trig_miss"}
 VECMATH_USED = _use_vecmath()
 
-__all__ = ["max", "min", "fmaximum", "fminimum", "prefer_vector_width", "sign", "floor", "ceil", "rint", "sqrt", "exp", "log", "log1p", "sin",
-           "cos", "tan", "tanh", "erf", "fast_sin", "fast_cos", "fast_tan", "fast_trig_miss",
+__all__ = ["max", "min", "fmaximum", "fminimum", "prefer_vector_width", "sign", "floor",
+           "ceil", "rint", "sqrt", "exp", "log", "log1p", "sin", "cos", "tan", "tanh", "erf",
+           "fast_sin", "fast_cos", "fast_tan", "fast_trig_miss",
            "bool_", "float32", "float64", "int32", "int64"]

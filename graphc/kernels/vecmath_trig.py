@@ -124,7 +124,7 @@ def _float32_parts(value, count):
 # measured 14.8 -> 8.4 ms for sin over 10M float32): pi/2 in three float32 parts with FMA
 # steps. Checked over every float32 with |x| below F32_FAST_ACCURATE_BELOW: within 4 ulp
 # (test_fast_float32_trig_exhaustive_below_its_limit, run with GRAPHC_EXHAUSTIVE=1; 11 min).
-_F32_PIO2 = _float32_parts(1 / Fraction(C.TWO_OVER_PI_2_400, 2 ** 400), 3)
+_Q1, _Q2, _Q3 = _float32_parts(1 / Fraction(C.TWO_OVER_PI_2_400, 2 ** 400), 3)  # pi/2
 _F32_TWO_OVER_PI = np.float32(2 / np.pi)
 F32_FAST_ACCURATE_BELOW = 2.0 ** 17
 
@@ -143,7 +143,6 @@ def _cody_waite_f32(x):
 _cody_waite_f32_inline = inlined(_cody_waite_f32)
 
 
-_Q1, _Q2, _Q3 = _F32_PIO2
 _QUARTER32, _FOUR32 = np.float32(0.25), np.float32(4)
 
 
