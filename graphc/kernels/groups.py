@@ -12,6 +12,7 @@ from ..runtime.registry import REGISTRY
 from . import cache, codegen, codegen_chunks
 from .fusion import REDUCTIONS
 from .output_pool import OutputPool
+from .stats import COUNTS
 
 # From `benchmarks/cpu_bench.py --thresholds` on the 2-core dev machine: a fused kernel
 # already beats the numpy rules per call at 256 elements (8 us vs 18 us for a 3-op chain),
@@ -67,6 +68,7 @@ class _Kernel:
     def run(self, par, args):
         """Run the kernel; with fast trig, redo with the whole-range one if an argument missed
         (every output is rewritten in full, so the redo leaves no trace of the fast try)."""
+        COUNTS.kernel_calls += 1
         if self.fast is None:
             (self.parallel if par else self.serial)(*args)
         elif self.checked:
@@ -181,6 +183,7 @@ class GroupRunner:
 
         def go(arrays):
             res = alloc()
+            COUNTS.kernel_calls += 1
             fn(*arrays, *res, *dims)
             return res
         return go

@@ -231,6 +231,7 @@ class LoopRunner:
         if self.error is not None:
             return self.fallback(*arrays)
         try:
+            COUNTS.loop_calls += 1
             return self.fast(*arrays)
         except IndexError:
             return self.fallback(*arrays)   # the interpreter raises the reference error
