@@ -1,4 +1,54 @@
+import contextlib
 import os
+import tempfile
 
 # Every trace in the test suite is checked by verify(graph).
 os.environ.setdefault("GRAPHC_VERIFY", "1")
+# The suite never reads or writes the user's kernel cache: one private directory per run
+# (tests that need a cache of their own still set GRAPHC_CACHE_DIR themselves).
+_PRIVATE_CACHE = tempfile.mkdtemp(prefix="graphc-test-cache-")
+os.environ["GRAPHC_CACHE_DIR"] = _PRIVATE_CACHE
+os.environ.pop("NUMBA_CACHE_DIR", None)
+import pytest
+
+
+def pytest_collection_modifyitems(items):
+    # a function silently falling back to unconverted code is a converter bug here
+    for item in items:
+        if "tests/autograph" in str(item.fspath):
+            item.add_marker(pytest.mark.filterwarnings(
+                "error::graphc.autograph.AutoGraphWarning"))
+
+
+class CompiledRuns:
+    """Counts entries into numba-compiled code (fused kernels, compiled loops) in a block."""
+
+    def __init__(self):
+        self.kernels = self.loops = 0
+
+    @property
+    def total(self):
+        return self.kernels + self.loops
+
+    @contextlib.contextmanager
+    def expect(self, kernels=False, loops=False):
+        """Assert that the block ran compiled code: a kernel and/or a compiled loop when
+        asked for, at least one of either otherwise."""
+        from graphc.kernels.stats import COUNTS
+        k0, l0 = COUNTS.snapshot()
+        yield self
+        self.kernels, self.loops = COUNTS.kernel_calls - k0, COUNTS.loop_calls - l0
+        assert self.total > 0, "no numba-compiled kernel or loop ran: the check is not honest"
+        assert not kernels or self.kernels > 0, "no fused kernel ran"
+        assert not loops or self.loops > 0, "no natively compiled loop ran"
+
+
+@pytest.fixture
+def numba_forced(monkeypatch):
+    """The numba backend with kernels and compiled loops used at any size (the tests' tiny
+    shapes would otherwise run numpy rules); use `with numba_forced.expect(): ...` to assert
+    that compiled code really ran."""
+    pytest.importorskip("numba")
+    monkeypatch.setenv("GRAPHC_NUMBA_MIN_SIZE", "0")
+    monkeypatch.setenv("GRAPHC_KERNEL_CHOICE", "kernel")
+    return CompiledRuns()

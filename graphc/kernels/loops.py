@@ -19,6 +19,7 @@ from .. import config
 from ..runtime.registry import REGISTRY, ELEMENTWISE
 from ..runtime.types import TensorType
 from . import cache
+from .stats import COUNTS
 from .codegen import np_name, statement, where
 from .loops_shape import ShapeLowering
 from .loops_tensor import (MAX_LOOP_TENSOR_ELEMENTS, SUPPORTED_TENSOR_OPS,  # noqa: F401
