@@ -1,35 +1,83 @@
-"""Each corpus function: plain Python on numpy == @gc.function on tensors; and its to_code
-output compiles and gives the same result."""
+"""Each corpus function: plain Python == @gc.function, exactly (value, dtype, shape, bits),
+called with tensor arguments and with Python arguments, on the numpy backend and on the
+numba backend with kernels forced (asserting compiled code ran); and its to_code output
+compiles and gives the same result."""
 import pytest
 
 import graphc as gc
+from graphc.runtime.graph import walk
 from .corpus import CORPUS
-from .harness import as_expected, assert_same, check, to_graph_args
+from .corpus_base import python_arg_sets
+from .harness import as_expected, assert_same, to_graph_args, tolerance
 from .roundtrip import run_to_code
 
-CASES = [(fn, args) for fn, arg_sets in CORPUS for args in arg_sets]
-IDS = [f"{fn.__name__}-{i}" for fn, arg_sets in CORPUS for i in range(len(arg_sets))]
+TENSOR_CASES = [(fn, args, "tensor") for fn, arg_sets in CORPUS for args in arg_sets]
+TENSOR_IDS = [f"{fn.__name__}-{i}" for fn, arg_sets in CORPUS for i in range(len(arg_sets))]
+PY_CASES, PY_IDS = [], []
+for _fn, _sets in CORPUS:
+    for _i, _args in enumerate(python_arg_sets(_fn, _sets)):
+        PY_CASES.append((_fn, _args, "python"))
+        PY_IDS.append(f"{_fn.__name__}-py{_i}")
+ALL_CASES, ALL_IDS = TENSOR_CASES + PY_CASES, TENSOR_IDS + PY_IDS
+
+# Programs (name, form) whose graph has real ops, none of which the numba backend
+# compiles: their numba run must still agree, and must enter no compiled code (so a stale
+# entry is noticed).
+NO_COMPILED_CODE = {
+    ("tensor_array_collect", "tensor"): "the only loop writes a TensorArray: TensorArray ops "
+        "are not lowered into compiled loops, and there is no elementwise group",
+    ("assert_in_loop", "tensor"): "an assert is an effectful op: the loop holding it runs "
+        "in the interpreter, and its body's adds are single ops, not fused groups",
+}
+# Graphs made of these op types only hold nothing to compile (a program whose Python
+# control flow folded everything into constants, or that returns its argument).
+NOTHING_TO_COMPILE = {"constant", "identity"}
+
+# Number of new-style programs the corpus must keep (raise it when adding programs).
+MIN_PROGRAMS = 102
 
 
 def test_corpus_is_large_enough():
-    assert len(CORPUS) >= 80
+    assert len(CORPUS) >= MIN_PROGRAMS
+    names = [fn.__name__ for fn, _ in CORPUS]
+    assert len(set(names)) == len(names), "two corpus programs share a name"
 
 
-@pytest.mark.parametrize("fn,args", CASES, ids=IDS)
-def test_python_and_graph_agree(fn, args):
-    check(fn, *args)
+@pytest.mark.parametrize("fn,args,form", ALL_CASES, ids=ALL_IDS)
+def test_python_and_graph_agree(fn, args, form):
+    expected = as_expected(fn(*args))
+    got = gc.function(fn, backend="numpy")(*to_graph_args(args))
+    assert_same(got, expected, fn.__name__, tolerance(fn))
 
 
-@pytest.mark.parametrize("fn,args", CASES, ids=IDS)
-def test_to_code_roundtrip(fn, args):
+@pytest.mark.parametrize("fn,args,form", TENSOR_CASES, ids=TENSOR_IDS)
+def test_to_code_roundtrip(fn, args, form):
     expected = as_expected(fn(*args))
     rebuilt = run_to_code(fn)
     assert_same(gc.function(rebuilt, autograph=False)(*to_graph_args(args)), expected,
-                fn.__name__)
+                fn.__name__, tolerance(fn))
 
 
-@pytest.mark.parametrize("fn,args", CASES, ids=IDS)
-def test_numba_backend_agrees(fn, args):
-    pytest.importorskip("numba")
+def _nothing_to_compile(cf):
+    return {op.type for op in walk(cf.graph)} <= NOTHING_TO_COMPILE
+
+
+@pytest.mark.parametrize("fn,args,form", ALL_CASES, ids=ALL_IDS)
+def test_numba_backend_agrees(fn, args, form, numba_forced):
+    from graphc.kernels.stats import COUNTS
     expected = as_expected(fn(*args))
-    assert_same(gc.function(fn, backend="numba")(*to_graph_args(args)), expected, fn.__name__)
+    f = gc.function(fn, backend="numba")
+    graph_args = to_graph_args(args)
+    cf = f.get_concrete_function(*graph_args)
+    if (fn.__name__, form) in NO_COMPILED_CODE:
+        before = COUNTS.snapshot()
+        got = f(*graph_args)
+        assert COUNTS.snapshot() == before, \
+            f"{fn.__name__} now runs compiled code: drop it from NO_COMPILED_CODE"
+    elif _nothing_to_compile(cf):
+        got = f(*graph_args)
+    else:
+        with numba_forced.expect():
+            got = f(*graph_args)
+    assert_same(got, expected, fn.__name__, tolerance(fn))
+    assert f.tracing_count == 1
