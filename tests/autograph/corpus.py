@@ -1,8 +1,8 @@
 """The differential corpus: small functions with control flow, each with argument sets.
 
-Every function runs in plain Python on numpy values and through @gc.function on tensors
-(numpy arguments become tensors, Python arguments stay Python); results must match.
+Every function runs in plain Python and through @gc.function, with tensor arguments and
+with Python arguments; results must match exactly (see corpus_base and harness).
 """
-from . import corpus_branches, corpus_calls, corpus_loops, corpus_mixed  # noqa: F401  (they register cases)
+from . import (corpus_branches, corpus_calls, corpus_loops, corpus_mixed)  # noqa: F401  (they register cases)
 from .corpus_base import CORPUS  # noqa: F401
 from .corpus_calls import Scaler  # noqa: F401  (used by the CLI test as corpus:Scaler)

@@ -5,15 +5,40 @@ Two ways to call a compiled program: with tensor arguments (numpy arrays and num
 become tensors) and with Python arguments (numpy scalars become Python numbers, so Python
 control flow on them stays Python while tracing; arrays still become tensors).
 """
+import contextlib
+import signal
+import threading
+
 import numpy as np
 
 import graphc as gc
+
+# A compiled program whose loop state is lost (a counter kept in a dict that is not carried)
+# can loop forever; `bounded` turns that hang into a failure. Not a timing check: far above
+# any program's run time, and only there so that one wrong program cannot stall the suite.
+HANG_SECONDS = 10
 
 # Programs whose result may legitimately differ in the last bits between backends, with
 # the reason and the tolerance in units in the last place. Everything else is exact.
 # (None so far: the corpus sticks to small integers and halves, and to operations that
 # IEEE arithmetic rounds the same way everywhere.)
 INEXACT = {}
+
+
+class Fresh:
+    """An argument made anew for every run: a mutable object that the program changes, so
+    the plain-Python run and each compiled run start from the same state."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def __repr__(self):
+        return f"Fresh({getattr(self.make, '__name__', self.make)})"
+
+
+def fresh(args):
+    """`args` with every Fresh argument made anew."""
+    return tuple(a.make() if isinstance(a, Fresh) else a for a in args)
 
 
 def to_graph_args(args):
@@ -86,6 +111,31 @@ def assert_same(got, expected, where="", ulps=0):
     assert ok, f"{where}: values {got!r} vs {expected!r}" + (f" (within {ulps} ulp)" * bool(ulps))
 
 
+class ProgramHang(AssertionError):
+    pass
+
+
+@contextlib.contextmanager
+def bounded(what, seconds=HANG_SECONDS):
+    """Fail (rather than hang) when the block runs for more than `seconds`. Works for code
+    that returns to the interpreter (the numpy backend); natively compiled loops cannot be
+    interrupted, so run a program on the numpy backend first."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def alarm(signum, frame):
+        raise ProgramHang(f"{what}: still running after {seconds} s; a converted loop that "
+                          "never ends (loop state not carried?)")
+    old = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
 def tolerance(fn):
     entry = INEXACT.get(fn.__name__)
     return entry[0] if entry else 0
@@ -93,8 +143,9 @@ def tolerance(fn):
 
 def check(fn, *args, backend="numpy"):
     """Run `fn` both ways on `args` (tensor form) and compare."""
-    expected = as_expected(fn(*args))
-    got = gc.function(fn, backend=backend)(*to_graph_args(args))
+    expected = as_expected(fn(*fresh(args)))
+    with bounded(fn.__name__):
+        got = gc.function(fn, backend=backend)(*to_graph_args(fresh(args)))
     assert_same(got, expected, fn.__name__, tolerance(fn))
     return got
 
