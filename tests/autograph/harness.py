@@ -136,6 +136,19 @@ def bounded(what, seconds=HANG_SECONDS):
         signal.signal(signal.SIGALRM, old)
 
 
+def live_ops(graph):
+    """The top-level ops of `graph` that its outputs depend on (what actually runs)."""
+    producer = {id(v): op for op in graph.operations for v in op.outputs}
+    live, todo = {}, [producer.get(id(v)) for v in graph.outputs]
+    while todo:
+        op = todo.pop()
+        if op is None or id(op) in live:
+            continue
+        live[id(op)] = op
+        todo += [producer.get(id(v)) for v in op.inputs]
+    return list(live.values())
+
+
 def tolerance(fn):
     entry = INEXACT.get(fn.__name__)
     return entry[0] if entry else 0
