@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from .harness import as_expected, assert_same, bounded, marker_line, to_graph_args
+from .harness import as_expected, assert_same, bounded, marker_line
 
 HERE = __file__
 line_of = functools.partial(marker_line, HERE)
