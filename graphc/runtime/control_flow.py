@@ -80,8 +80,8 @@ def _trace_fn(parent, name, fn, in_types, structure, arg_names=()):
     sub = Graph(name, parent=parent)
     bases = [_value_base(n) for n in arg_names] or ["arg"] * len(in_types)
     phs = [Tensor._symbolic(sub.add_input(t, b), sub) for t, b in zip(in_types, bases)]
-    args = _rebuild_with(structure, phs)
     with building(sub):
+        args = _rebuild_with(structure, phs)   # TensorArrays owned by the subgraph
         result = fn(*args) if args is not None else fn()
     return sub, result
 

@@ -94,12 +94,24 @@ def resolve(g, x):
 
 def _capture_symbolic(g, x):
     if g.parent is None:
+        made = _made_at(x)
+        use = context.user_location()
         raise ValueError(
-            f"symbolic tensor '{x._sym.name}' belongs to another graph ('{x._graph.name}'): it "
-            "leaked from a different trace (kept on self, in a global, or in a Python list). "
-            "Pass it in as an argument or return it from the function that made it.")
+            f"symbolic tensor '{x._sym.name}'{made} belongs to another graph "
+            f"('{x._graph.name}') but is used"
+            f"{' at ' + context.format_location(use) if use else ''}: it leaked from a "
+            "different trace or from inside a graph branch or loop body (kept on self, in a "
+            "global, in a Python list, or set by a function called there). Pass it in as an "
+            "argument, or return it from the function / branch / loop body that made it.")
     outer = resolve(g.parent, x)
     return g.add_capture(outer, outer.type, base=outer.name.split(".")[0])
+
+
+def _made_at(x):
+    for op in x._graph.operations:
+        if any(v is x._sym for v in op.outputs):
+            return f" (made at {context.format_location(op.loc)})" if op.loc else ""
+    return ""
 
 
 # -- conversion ------------------------------------------------------------------------

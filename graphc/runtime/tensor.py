@@ -141,12 +141,13 @@ class Tensor:
         return OPS["getitem"](self, index)
 
     # -- operators ---------------------------------------------------------------------
-    def __add__(self, o): return OPS["add"](self, o)
-    def __radd__(self, o): return OPS["add"](o, self)
-    def __sub__(self, o): return OPS["subtract"](self, o)
-    def __rsub__(self, o): return OPS["subtract"](o, self)
-    def __mul__(self, o): return OPS["multiply"](self, o)
-    def __rmul__(self, o): return OPS["multiply"](o, self)
+    # `*` on bools is logical and, `+` / `-` on bools an error (as TF's operators)
+    def __add__(self, o): return OPS[_bool_arith("add", "+", self, o)](self, o)
+    def __radd__(self, o): return OPS[_bool_arith("add", "+", self, o)](o, self)
+    def __sub__(self, o): return OPS[_bool_arith("subtract", "-", self, o)](self, o)
+    def __rsub__(self, o): return OPS[_bool_arith("subtract", "-", self, o)](o, self)
+    def __mul__(self, o): return OPS[_bool_arith("multiply", "*", self, o)](self, o)
+    def __rmul__(self, o): return OPS[_bool_arith("multiply", "*", self, o)](o, self)
     def __truediv__(self, o): return OPS["divide"](self, o)
     def __rtruediv__(self, o): return OPS["divide"](o, self)
     def __floordiv__(self, o): return OPS["floordiv"](self, o)
@@ -171,6 +172,28 @@ class Tensor:
     def __ge__(self, o): return OPS["greater_equal"](self, o)
     def __eq__(self, o): return OPS["equal"](self, o)
     def __ne__(self, o): return OPS["not_equal"](self, o)
+
+
+def _is_bool(v):
+    if isinstance(v, Tensor):
+        return v.dtype is _dt.bool_
+    return isinstance(v, (bool, np.bool_)) or (isinstance(v, np.ndarray) and v.dtype == bool)
+
+
+def _bool_arith(op, symbol, t, other):
+    """The op an arithmetic operator on tensor `t` means: `*` of two bools is logical_and;
+    `+` / `-` with a bool tensor is a TypeError naming the operator and the user's line."""
+    if not _is_bool(t) and not (isinstance(other, Tensor) and _is_bool(other)):
+        return op
+    if symbol == "*" and _is_bool(t) and _is_bool(other):
+        return "logical_and"
+    if symbol == "*":
+        return op       # bool times a number: the op's own dtype error
+    loc = context.user_location()
+    where = f" at {context.format_location(loc)}" if loc else ""
+    raise TypeError(
+        f"`{symbol}` is not defined on bool tensors{where}. Fix: use `|` (gc.logical_or) "
+        f"for 'or', `& ~` for 'and not', or gc.cast(x, gc.int32) to do arithmetic on counts.")
 
 
 def _shape_str(shape):

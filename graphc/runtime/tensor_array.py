@@ -34,6 +34,11 @@ def _int_tensor(op, value, what):
         if not t.dtype.is_integer:
             raise TypeError(f"{op}: {what} must be an integer, got a {t.dtype.name} tensor")
         return t
+    if isinstance(value, (list, tuple)) and any(type(v) is Tensor or hasattr(v, "_as_tensor")
+                                               for v in value):
+        # [0, k] with a tensor inside: the elements stacked into one int32 vector
+        from .ops.shape import stack
+        return stack([_int_tensor(op, v, what) for v in value])
     if isinstance(value, bool) or not isinstance(value, (int, np.integer, list, tuple,
                                                           np.ndarray)):
         raise TypeError(f"{op}: {what} must be an integer or int32 tensor, got {value!r}")
@@ -43,8 +48,9 @@ def _int_tensor(op, value, what):
 class TensorArray:
     """A list of tensors of one dtype and one shape, written by index (TF's TensorArray).
 
-    `write` returns the TensorArray to use from then on (`ta = ta.write(i, x)`); inside
-    `gc.while_loop` bodies and converted loops it is carried as a loop variable.
+    `write` changes the array and returns it, so `ta = ta.write(i, x)` and a bare
+    `ta.write(i, x)` mean the same; inside `gc.while_loop` bodies and converted loops it is
+    carried as a loop variable.
     `dynamic_size=True` lets writes past the end grow it; the element shape comes from
     `element_shape` or the first write, and every element must have it.
     """
@@ -54,6 +60,7 @@ class TensorArray:
         self._dtype = _dt.as_dtype(dtype)
         self._dynamic = bool(dynamic_size)
         self._name = name
+        self._graph = context.current_graph()     # the trace that owns this object
         if _flow is not None:
             self._flow, self._static_size = _flow, _static_size
             return
@@ -88,11 +95,18 @@ class TensorArray:
         return TensorArray(self._dtype, dynamic_size=self._dynamic, name=self._name,
                            _flow=flow, _static_size=static_size)
 
-    def _with_flow(self, flow):
-        if self._is_eager():   # TF's eager TensorArray is mutated in place and returns itself
-            self._flow = flow  # (a new list while a tape records, so gradients see versions)
-            return self
-        return self._derived(flow, self._static_size)
+    def _with_flow(self, flow, static_size=None):
+        # Changed in place and returned, eagerly (as TF's eager TensorArray) and in the trace
+        # that owns the object, so `ta.write(i, x)` without `ta = ` means the same in both
+        # (the converters carry a written TensorArray as branch/loop state by its flow).
+        # Written inside a nested branch or body (`gc.cond(p, lambda: ta.write(..), ..)`),
+        # it stays as it was and the write returns a new array, as in TF's graph mode.
+        # (Eagerly a new list while a tape records, so gradients see versions.)
+        size = self._static_size if static_size is None else static_size
+        if not self._is_eager() and self._graph is not context.current_graph():
+            return self._derived(flow, size)
+        self._flow, self._static_size = flow, size
+        return self
 
     def _to_flow(self):
         if self._is_eager():
@@ -171,9 +185,8 @@ class TensorArray:
         flow = self._apply("tensor_list_unstack", self._flow, value)
         n = value.shape[0] if value.shape else None
         if self._is_eager():
-            self._flow = flow
-            return self
-        return self._derived(flow, None if self._dynamic else n)
+            return self._with_flow(flow)
+        return self._with_flow(flow, None if self._dynamic else n)
 
     def size(self, name=None):
         """The number of elements, as an int32 scalar tensor."""
