@@ -8,7 +8,6 @@ import warnings
 import weakref
 
 from . import transformer
-from .operators import calls
 from .pyct.parsing import SourceUnavailable, function_node
 
 # modules whose functions are always called as they are
@@ -71,7 +70,7 @@ def convert(fn):
     done = _cache.get(fn)
     if done is not None:
         return done
-    if fn.__code__ in _converted_code or _uses_ag(fn.__code__) or getattr(fn, "__graphc_do_not_convert__", False) \
+    if fn.__code__ in _converted_code or _uses_ag(fn) or getattr(fn, "__graphc_do_not_convert__", False) \
             or _module_excluded(fn) or fn.__code__.co_flags & (
                 inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
         result = fn
@@ -88,9 +87,15 @@ def convert(fn):
     return result
 
 
-def _uses_ag(code):
-    """Code that already calls the runtime (e.g. exec'd to_code output) is converted."""
-    return "ag__" in code.co_names or "ag__" in code.co_freevars
+def _uses_ag(fn):
+    """Code that already calls the runtime, or is defined where `ag__` is a global (exec'd
+    to_code output, whose nested lambdas and defs need no second conversion), is
+    converted."""
+    code = fn.__code__
+    if "ag__" in code.co_names or "ag__" in code.co_freevars:
+        return True
+    from . import operators
+    return getattr(fn, "__globals__", {}).get("ag__") is operators
 
 
 def converted_code(fn):
@@ -108,7 +113,6 @@ def converted_code(fn):
             raise SourceUnavailable(f"the converter failed on it ({type(e).__name__}: {e}); "
                                     "please report this with the function's source") from e
         _register(done.code)
-        _record_lints(done)
         _by_code[code] = done
     return done
 
@@ -118,11 +122,6 @@ def _register(code):
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
             _register(c)
-
-
-def _record_lints(done):
-    for line, kind, _ in done.lints:
-        calls.LINT_SITES.setdefault((done.filename, line), set()).add(kind)
 
 
 def _instantiate(fn, done):

@@ -11,7 +11,8 @@ import re
 
 import gast
 
-from .converters import (asserts, break_statements, call_trees, conditional_expressions,
+from .converters import (asserts, break_statements, call_trees, chained_comparisons,
+                         conditional_expressions,
                          continue_statements, control_flow, lint, logical_expressions,
                          return_statements)
 from .pyct import nodes as n
@@ -70,7 +71,8 @@ def convert(node, filename, freevars, future_flags=0):
         return_statements.transform(fn, namer)
         continue_statements.transform(fn, namer)
         break_statements.transform(fn, namer)
-    for conv in (asserts, call_trees, conditional_expressions, logical_expressions):
+    for conv in (asserts, call_trees, chained_comparisons, conditional_expressions,
+                 logical_expressions):
         conv.transform(node)
     if isinstance(node, gast.FunctionDef):
         converter = control_flow.ControlFlowConverter(namer)

@@ -203,15 +203,36 @@ def test_while_switches_to_graph_when_condition_becomes_a_tensor():
 
 # -- operators on Python values (fallbacks) ---------------------------------------------
 def test_operators_keep_python_semantics():
-    assert ag.and_(lambda: 0, lambda: 1 / 0) == 0
-    assert ag.or_(lambda: "a", lambda: 1 / 0) == "a"
-    assert ag.and_(lambda: 1, lambda: 2, lambda: 3) == 3
+    assert ag.and_(0, lambda: 1 / 0) == 0
+    assert ag.or_("a", lambda: 1 / 0) == "a"
+    assert ag.and_(1, lambda: 2, lambda: 3) == 3
+    assert ag.compare(1, "lt", 0, ("lt", lambda: 1 / 0)) is False
+    assert ag.compare(1, "lt", 2, ("le", lambda: 2), ("in_", lambda: [3])) is False
+    assert ag.compare(1, "lt", 2, ("le", lambda: 2), ("not_in", lambda: [3])) is True
     assert ag.not_([]) is True
     assert ag.if_exp(True, lambda: 1, lambda: 1 / 0) == 1
-    assert ag.if_stmt(False, lambda: 1, lambda: 2, ("y",)) == 2
-    assert ag.while_stmt(lambda i: i < 3, lambda i: i + 1, ("i",), (0,)) == 3
-    assert ag.for_stmt([1, 2, 3], None, lambda v, s: s + v, ("s",), (0,)) == 6
-    assert ag.for_stmt(range(10), lambda s: s < 6, lambda v, s: s + v, ("s",), (0,)) == 6
+    box = {"y": 0, "i": 0, "s": 0}
+
+    def get():
+        return (box["y"],)
+
+    def put(v):
+        box["y"], = v
+    ag.if_stmt(False, lambda: put((1,)), lambda: put((2,)), get, put, ("y",), 1)
+    assert box["y"] == 2
+
+    def step():
+        box["i"] += 1
+    ag.while_stmt(lambda: box["i"] < 3, step)
+    assert box["i"] == 3
+
+    def add(v):
+        box["s"] += v
+    ag.for_stmt([1, 2, 3], None, add)
+    assert box["s"] == 6
+    box["s"] = 0
+    ag.for_stmt(range(10), lambda: box["s"] < 6, add)
+    assert box["s"] == 6
     with pytest.raises(AssertionError, match="boom"):
         ag.assert_(False, lambda: "boom")
     with pytest.raises(UnboundLocalError, match="'q'"):

@@ -76,6 +76,12 @@ def _compiled_code_not_required(cf):
         t.startswith(MAY_STAY_INTERPRETED_PREFIX) for t in types)
 
 
+def _plan_compiles(cf):
+    """Whether the numba plan of `cf` holds a fused group or a compiled loop."""
+    plan = cf.graph._numba_plan
+    return any(step[4] for step in plan.steps) or any(r is not None for _, r, _ in plan.loops)
+
+
 @pytest.mark.parametrize("fn,args,form", ALL_CASES, ids=ALL_IDS)
 def test_numba_backend_agrees(fn, args, form, numba_forced):
     from graphc.kernels.stats import COUNTS
@@ -93,6 +99,13 @@ def test_numba_backend_agrees(fn, args, form, numba_forced):
             f"{fn.__name__} now runs compiled code: drop it from NO_COMPILED_CODE"
     elif _compiled_code_not_required(cf):
         got = f(*graph_args)
+    elif form == "python":
+        # Python arguments unroll loops into a few scalar ops, often with no two to fuse:
+        # the plan must run exactly the compiled code it holds (none, or some)
+        before = COUNTS.snapshot()
+        got = f(*graph_args)
+        ran = COUNTS.snapshot() != before
+        assert ran == _plan_compiles(cf), (fn.__name__, ran)
     else:
         with numba_forced.expect():
             got = f(*graph_args)

@@ -83,12 +83,17 @@ def undefined_before_loop(x, n):
     return last
 
 
-def test_loop_variable_undefined_before_tensor_loop():
-    with pytest.raises(ValueError) as e:
-        gc.function(undefined_before_loop)(gc.constant(1.0), gc.constant(3))
+def test_loop_variable_first_assigned_in_tensor_loop():
+    # assigned on every path of the body: the loop's last value, as in Python
+    f = gc.function(undefined_before_loop)
+    assert float(f(gc.constant(1.0), gc.constant(3))) == 2.0
+    # zero iterations: Python raises UnboundLocalError, the graph an error naming the
+    # variable and the loop's line
+    with pytest.raises(gc.errors.InvalidArgumentError) as e:
+        f(gc.constant(1.0), gc.constant(0))
     msg = str(e.value)
     assert "'last'" in msg and f":{line_of('undefined-for')}" in msg
-    assert "before the" in msg
+    assert "before the loop" in msg
 
 
 def failing_assert(x):

@@ -39,7 +39,7 @@ class Counter:
         self.ups = 0
 
     def step(self, x):
-        if x > self.value:
+        if x > self.value:  # counter-if
             self.value += 1.0  # counter-up
             self.ups += 1
         else:
@@ -57,7 +57,7 @@ def state_changed_by_a_method_called_in_a_loop(x):
 
 def test_attribute_state_changed_through_a_call_inside_a_tensor_loop():
     computes_or_names_line(state_changed_by_a_method_called_in_a_loop, (X5,),
-                           "counter-up", "counter-down", "counter-loop", "counter-call")
+                           "counter-up", "counter-down", "counter-loop", "counter-call", "counter-if")
 
 
 def nonlocal_in_helper_called_in_loop(x):

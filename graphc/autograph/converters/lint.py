@@ -35,8 +35,6 @@ def find(fn):
             _call(node, loops, found)
         if isinstance(node, gast.For):
             _unroll(node, found)
-        if isinstance(node, (gast.If, gast.While, gast.For)):
-            _stores_in_block(node, found)
         if isinstance(node, LOOPS):
             visit(node.iter if isinstance(node, gast.For) else node.test, loops)
             for s in node.body + node.orelse:
@@ -67,13 +65,6 @@ def _call(node, loops, found):
             else "runs only while tracing; its result is baked into the graph"
         fix = "gc.random.*" if mod != "numpy" or ".random" in _dotted(f) else "the gc.* op"
         found.append((line, mod, f"{_dotted(f)}() {what}; use {fix}"))
-    if isinstance(f, gast.Attribute) and f.attr in ("append", "extend", "insert") and loops:
-        owner = _root_name(f.value)
-        if owner is not None and isinstance(f.value, gast.Name) and \
-                owner not in assigned(loops[-1].body):
-            found.append((line, "append", f"{owner}.{f.attr}() on a list from outside the loop: "
-                          "in a tensor loop it runs once while tracing, not per iteration; "
-                          "use gc.TensorArray (ta = ta.write(i, value))"))
 
 
 def _dotted(expr):
@@ -84,30 +75,6 @@ def _dotted(expr):
     if isinstance(expr, gast.Name):
         parts.append(expr.id)
     return ".".join(reversed(parts))
-
-
-def _stores_in_block(node, found):
-    """`obj.attr = ...` / `obj[k] = ...` inside an if/loop: not carried as a variable."""
-    targets = []
-    stack = list(node.body) + list(node.orelse)
-    while stack:
-        s = stack.pop()
-        if isinstance(s, SCOPES):
-            continue
-        if isinstance(s, (gast.Assign, gast.AugAssign)):
-            for t in (s.targets if isinstance(s, gast.Assign) else [s.target]):
-                if isinstance(t, (gast.Attribute, gast.Subscript)):
-                    targets.append(_dotted(t) if isinstance(t, gast.Attribute) else
-                                   f"{_root_name(t.value) or 'item'}[...]")
-        stack.extend(c for c in gast.iter_child_nodes(s) if isinstance(c, gast.stmt))
-    if targets:
-        what = "if" if isinstance(node, gast.If) else ("while" if isinstance(node, gast.While)
-                                                        else "for")
-        names = ", ".join(sorted(set(targets)))
-        found.append((node.lineno, "store", f"{names} assigned inside this `{what}`: on a "
-                      "tensor condition it is written while tracing (every branch, one "
-                      "iteration), not per run; assign a local variable inside and store it "
-                      f"after the `{what}`"))
 
 
 def _unroll(node, found):

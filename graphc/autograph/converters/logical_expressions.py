@@ -12,7 +12,9 @@ class _Logical(gast.NodeTransformer):
     def visit_BoolOp(self, node):
         self.generic_visit(node)
         op = "and_" if isinstance(node.op, gast.And) else "or_"
-        return n.copy_location(n.ag_call(op, *[n.thunk(v) for v in node.values]), node)
+        for later in node.values[1:]:
+            n.check_lazy_operand(later, "`and` / `or`")
+        return n.copy_location(n.ag_call(op, node.values[0], *[n.thunk(v) for v in node.values[1:]]), node)
 
     def visit_UnaryOp(self, node):
         self.generic_visit(node)

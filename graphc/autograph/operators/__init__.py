@@ -3,10 +3,11 @@ from .asserts import assert_
 from .calls import call
 from .conditionals import if_exp, if_stmt
 from .lint import TraceTimeSideEffectWarning
-from .logical import and_, not_, or_
-from .loops import LazyRange, for_stmt, while_stmt
-from .undefined import Undefined, UndefinedReturnValue, ld
+from .logical import and_, compare, not_, or_
+from .iteration import LazyRange
+from .loops import for_stmt, while_stmt
+from .undefined import Undefined, UndefinedReturnValue, ld, ldu
 
-__all__ = ["assert_", "call", "if_exp", "if_stmt", "and_", "not_", "or_", "for_stmt",
-           "while_stmt", "Undefined", "UndefinedReturnValue", "ld", "LazyRange",
+__all__ = ["assert_", "call", "if_exp", "if_stmt", "and_", "compare", "not_", "or_", "for_stmt",
+           "while_stmt", "Undefined", "UndefinedReturnValue", "ld", "ldu", "LazyRange",
            "TraceTimeSideEffectWarning"]

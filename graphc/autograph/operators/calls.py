@@ -5,10 +5,8 @@ import random as _random
 from ...runtime import context
 from ...runtime.tensor import Tensor, OPS, is_symbolic
 from . import lint
-from .loops import LazyRange
+from .iteration import LazyRange, enumerate_, reversed_, zip_
 
-# static lint sites the converter found: (filename, line) -> kinds ("append", ...)
-LINT_SITES = {}
 
 
 def call(f, *args, **kwargs):
@@ -75,7 +73,8 @@ def _gc_range():
 
 _BUILTINS = {id(f): (f, impl) for f, impl in
              ((builtins.print, print_), (builtins.range, range_), (builtins.len, len_),
-              (_gc_range(), gc_range_))}
+              (builtins.enumerate, enumerate_), (builtins.zip, zip_),
+              (builtins.reversed, reversed_), (_gc_range(), gc_range_))}
 
 
 # -- lint of calls that run only at trace time -------------------------------------------
@@ -100,10 +99,3 @@ def _lint_call(f, args, kwargs):
     elif module == "time":
         lint.warn_once("time", f"time.{name}() runs only while tracing: its value is baked "
                        "into the graph as a constant")
-    elif isinstance(owner, list) and name in ("append", "extend", "insert") and \
-            lint.in_tensor_loop():
-        loc = context.user_location()
-        if loc is not None and "append" in LINT_SITES.get(loc, ()):
-            lint.warn_once("append", f"list.{name}() on a Python list from outside a tensor "
-                           "loop runs once while tracing, not once per iteration; use "
-                           "gc.TensorArray (ta = ta.write(i, value)) to collect values")

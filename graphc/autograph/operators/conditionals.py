@@ -1,9 +1,8 @@
 """`if` statements and `a if c else b`: Python branching on Python values, `cond` on tensors."""
-from ...runtime import control_flow, nest
-from ...runtime.context import user_location
+from ...runtime import control_flow
+from ...runtime.context import format_location, user_location
 from ...runtime.tensor import is_symbolic
-from . import lint
-from .state import (as_result, as_tuple, check_carried, flat_names, where,
+from .state import (StateAccess, as_result, check_carried, flat_names, fresh,
                     zeros_like_type)
 from .undefined import Undefined
 
@@ -12,17 +11,24 @@ class _Retry(Exception):
     """The true branch left a value undefined: trace again once the false branch is known."""
 
 
-def if_stmt(cond, true_fn, false_fn, names=(), args=()):
+def if_stmt(cond, true_fn, false_fn, get_state=None, set_state=None, names=(), nouts=0,
+            opts=None):
     """Run one branch of a converted `if`.
 
-    `true_fn(*args)` and `false_fn(*args)` return the statement's outputs (the variables
-    in `names`, live after the `if`). A Python or concrete condition runs one branch, as
-    Python does; a symbolic tensor condition traces both into one `cond` node.
+    The branches work on the enclosing scope's variables; `get_state()` reads the
+    statement's state (`names`, the first `nouts` of them live after the `if`) and
+    `set_state(values)` writes it. A Python or concrete condition runs one branch, as Python
+    does; a symbolic tensor condition traces both into one `cond` node.
     """
     if not is_symbolic(cond):
-        return true_fn(*args) if cond else false_fn(*args)
-    lint.confirm_store("if", user_location())
-    return _graph_if(cond, true_fn, false_fn, tuple(names), tuple(args), where())
+        if cond:
+            true_fn()
+        else:
+            false_fn()
+        return
+    access = StateAccess(get_state, set_state, names, nouts, opts)
+    loc = user_location()
+    _graph_if(cond, true_fn, false_fn, access, loc)
 
 
 def if_exp(cond, true_value, false_value, description="a if c else b"):
@@ -32,31 +38,40 @@ def if_exp(cond, true_value, false_value, description="a if c else b"):
     return control_flow.cond(cond, true_value, false_value, _names=[description])
 
 
-def _graph_if(cond, true_fn, false_fn, names, args, loc):
-    n = len(names)
+def _graph_if(cond, true_fn, false_fn, access, loc):
+    init = access.read("if", loc)
+    keep = access.carried(init, "if", loc)
     plan = {"fill": {}, "drop": set()}
-    for _ in range(3):
-        seen = {}
-        try:
-            out = _trace_cond(cond, true_fn, false_fn, names, args, plan, seen, loc)
-        except _Retry:
-            _plan_undefined(names, seen, plan, loc)
-            continue
-        values = list(out) if n else []
-        return as_result(tuple(values))
-    raise AssertionError("if_stmt: undefined outputs could not be resolved")  # not reachable
+    try:
+        for _ in range(3):
+            seen = {}
+            try:
+                out = _trace_cond(cond, true_fn, false_fn, access, init, keep, plan, seen, loc)
+            except _Retry:
+                _plan_undefined(access.names, keep, seen, plan, loc)
+                continue
+            values = list(init)
+            for k, v in out.items():
+                values[k] = v
+            init = tuple(values)
+            return
+        raise AssertionError("if_stmt: undefined outputs could not be resolved")  # unreachable
+    finally:
+        access.write(init)      # the outputs, or the state as it was if tracing failed
 
 
-def _trace_cond(cond, true_fn, false_fn, names, args, plan, seen, loc):
-    n = len(names)
-    kept = [k for k in range(n) if k not in plan["drop"]]
+def _trace_cond(cond, true_fn, false_fn, access, init, keep, plan, seen, loc):
+    kept = [k for k in keep if k not in plan["drop"]]
     leaf_names = []
+    names = access.names
 
     def branch(fn, side):
         def run():
-            out = as_tuple(fn(*args), n)
+            access.write(fresh(init))
+            fn()
+            out = access.read("if", loc)
             seen[side] = out
-            if side == "false" and _needs_retry(seen, plan, n):
+            if side == "false" and _needs_retry(seen, plan, kept):
                 raise _Retry()
             if side == "false":
                 _check_return_paths(names, kept, seen, loc)
@@ -70,19 +85,17 @@ def _trace_cond(cond, true_fn, false_fn, names, args, plan, seen, loc):
                         like = seen["true"][k]
                     v = zeros_like_type(like) if like is not None and v.fillable else None
                 else:
-                    check_carried(v, names[k], "if", loc, allow_none=True)
+                    check_carried(v, names[k], "if", format_location(loc), allow_none=True)
                 result.append(v)
             if side == "true":
                 leaf_names[:] = flat_names([names[k] for k in kept], result)
             return tuple(result)
         return run
 
-    out = control_flow.cond(cond, branch(true_fn, "true"), branch(false_fn, "false"),
+    res = control_flow.cond(cond, branch(true_fn, "true"), branch(false_fn, "false"),
                             _names=leaf_names)
-    full = [Undefined(nm) for nm in names]
-    for k, v in zip(kept, out if nest.is_nest(out) else [out]):
-        full[k] = v
-    return full
+    res = tuple(res) if isinstance(res, tuple) else (res,)
+    return dict(zip(kept, res))
 
 
 def _check_return_paths(names, kept, seen, loc):
@@ -93,16 +106,14 @@ def _check_return_paths(names, kept, seen, loc):
                 not isinstance(t, Undefined) and not isinstance(f, Undefined):
             raise ValueError(
                 f"the function returns None on one path and a value on another, split by the "
-                f"tensor condition of the `if` at {loc}: both branches are traced into the "
-                "graph, so every path must return a value of the same dtype (add the missing "
-                "`return`, or return a default value at the end)")
+                f"tensor condition of the `if` at {format_location(loc)}: both branches are "
+                "traced into the graph, so every path must return a value of the same dtype "
+                "(add the missing `return`, or return a default value at the end)")
 
 
-def _needs_retry(seen, plan, n):
+def _needs_retry(seen, plan, kept):
     t, f = seen["true"], seen["false"]
-    for k in range(n):
-        if k in plan["drop"]:
-            continue
+    for k in kept:
         tu, fu = isinstance(t[k], Undefined), isinstance(f[k], Undefined)
         if tu and fu:
             return True
@@ -113,10 +124,11 @@ def _needs_retry(seen, plan, n):
     return False
 
 
-def _plan_undefined(names, seen, plan, loc):
+def _plan_undefined(names, keep, seen, plan, loc):
     """Decide, per output, to fill one side with zeros, drop it, or report the user's error."""
     t, f = seen["true"], seen["false"]
-    for k, name in enumerate(names):
+    for k in keep:
+        name = names[k]
         tu, fu = isinstance(t[k], Undefined), isinstance(f[k], Undefined)
         if tu and fu:
             plan["drop"].add(k)
@@ -125,8 +137,8 @@ def _plan_undefined(names, seen, plan, loc):
             if not undefined.fillable:
                 side, other_side = ("false", "true") if fu else ("true", "false")
                 raise ValueError(
-                    f"'{name}' is assigned in the {other_side} branch of the `if` at {loc} but "
-                    f"not in the {side} branch, and it is used after the `if`. The condition is "
-                    f"a tensor, so both branches are traced and must define '{name}': assign it "
-                    f"before the `if` or in both branches.")
+                    f"'{name}' is assigned in the {other_side} branch of the `if` at "
+                    f"{format_location(loc)} but not in the {side} branch, and it is used "
+                    f"after the `if`. The condition is a tensor, so both branches are traced "
+                    f"and must define '{name}': assign it before the `if` or in both branches.")
             plan["fill"][k] = other

@@ -16,7 +16,7 @@ class TraceTimeSideEffectWarning(UserWarning):
 
 
 _warned = set()
-_state = {"graph_loops": 0, "suppressed": 0}
+_state = {"suppressed": 0}
 
 
 def warn_once(kind, message, loc=None):
@@ -34,31 +34,8 @@ def warn_once(kind, message, loc=None):
                            loc[0], loc[1])
 
 
-def confirm_store(statement, loc):
-    """A tensor `if`/loop at `loc` that the static lint saw assign attributes or items."""
-    from .calls import LINT_SITES
-    if loc is not None and "store" in LINT_SITES.get(loc, ()):
-        warn_once("store", f"attributes or items assigned inside this tensor `{statement}` are "
-                  "written once while tracing, not on every run, and a tensor written there "
-                  "belongs to the branch or loop body; assign a local variable inside and "
-                  f"store it after the `{statement}`", loc)
-
-
 def tracing():
     return context.current_graph() is not None
-
-
-def in_tensor_loop():
-    return _state["graph_loops"] > 0
-
-
-@contextlib.contextmanager
-def in_graph_loop():
-    _state["graph_loops"] += 1
-    try:
-        yield
-    finally:
-        _state["graph_loops"] -= 1
 
 
 @contextlib.contextmanager

@@ -1,58 +1,64 @@
 """`while` and `for` loops: Python loops on Python values, `while` nodes on tensors."""
 import numbers
 
-from ... import dtypes as _dt
 from ...runtime import context, control_flow, nest
+from ...runtime.context import format_location
 from ...runtime.dispatch import bind, convert_to_tensor
 from ...runtime.graph import Graph
 from ...runtime.tensor import Tensor, OPS, is_symbolic
 from . import lint
 from .conditionals import if_stmt
-from .state import as_result, as_tuple, check_carried, flat_names, where, zeros_like_type
-from .undefined import Undefined
+from .iteration import graph_iteration
+from .state import StateAccess, check_carried, flat_names, zeros_like_type
+from .undefined import MaybeUndefined, Undefined, UndefinedUse
 
 
-def while_stmt(test, body, names=(), args=()):
-    """Run a converted `while`: `test(*vars)` and `vars = body(*vars)` over the loop
-    variables `names` (initial values `args`). A Python test loops in Python; once the test
-    is a symbolic tensor, the remaining iterations become one `while` node."""
-    n = len(names)
-    state = tuple(args)
+def while_stmt(test, body, get_state=None, set_state=None, names=(), opts=None):
+    """Run a converted `while`: `body()` while `test()`, both on the enclosing scope's
+    variables. A Python test loops in Python; once the test is a symbolic tensor, the
+    remaining iterations become one `while` node carrying the state (`names`, read and
+    written through `get_state` / `set_state`)."""
     while True:
-        c = test(*state)
+        c = test()
         if is_symbolic(c):
-            return _graph_loop(lambda *v: test(*v), lambda *v: as_tuple(body(*v), n),
-                               names, state, where(), "while")
+            access = StateAccess(get_state, set_state, names, opts=opts)
+            return _graph_loop(lambda lead: test(), lambda lead: _run(body), [], access,
+                               context.user_location(), "while")
         if not c:
-            return as_result(state)
-        state = as_tuple(body(*state), n)
+            return
+        body()
 
 
-def for_stmt(iterable, extra_test, body, names=(), args=()):
-    """Run a converted `for`: `vars = body(item, *vars)` for each item, while `extra_test`
-    (break / return flags) holds. `gc.range` / `range` over tensors, a symbolic tensor's first
-    axis and a traced TensorArray become a `while` node with a counter; anything else is a
-    Python loop (unrolled while tracing)."""
-    n = len(names)
-    loop = _graph_iteration(iterable)
+def for_stmt(iterable, extra_test, body, get_state=None, set_state=None, names=(), opts=None):
+    """Run a converted `for`: `body(item)` for each item, while `extra_test()` (break /
+    return flags) holds. `gc.range` / `range` over tensors, a symbolic tensor's first axis,
+    a traced TensorArray, and enumerate/zip/reversed of those become a `while` node with a
+    counter; anything else is a Python loop (unrolled while tracing)."""
+    loop = graph_iteration(iterable)
     if loop is not None:
-        return _graph_for(loop, extra_test, body, names, tuple(args), where())
-    return _python_for(iterable, extra_test, body, names, tuple(args))
+        access = StateAccess(get_state, set_state, names, opts=opts)
+        return _graph_for(loop, extra_test, body, access, context.user_location())
+    return _python_for(iterable, extra_test, body, get_state, set_state, names, opts)
+
+
+def _run(body):
+    body()
+    return []
 
 
 # -- Python loops ------------------------------------------------------------------------
 
-def _python_for(iterable, extra_test, body, names, state):
-    n = len(names)
+def _python_for(iterable, extra_test, body, get_state, set_state, names, opts):
     it = iter(iterable)
     watch = lint.UnrollWatch(iterable)
     while True:
         if extra_test is not None:
-            go = extra_test(*state)
+            go = extra_test()
             if is_symbolic(go):
                 # a tensor `break`/`return` inside an unrolled loop: guard each later
                 # iteration with a `cond` on the flag
-                return _guarded_rest(it, go, extra_test, body, names, state)
+                return _guarded_rest(it, go, extra_test, body, get_state, set_state, names,
+                                     opts)
             if not go:
                 break
         try:
@@ -60,83 +66,35 @@ def _python_for(iterable, extra_test, body, names, state):
         except StopIteration:
             break
         watch.before()
-        state = as_tuple(body(item, *state), n)
+        body(item)
         watch.after()
-    return as_result(state)
 
 
-def _guarded_rest(it, go, extra_test, body, names, state):
-    n = len(names)
+def _guarded_rest(it, go, extra_test, body, get_state, set_state, names, opts):
     for item in it:
-        def run(*vs, _item=item):
-            return body(_item, *vs)
-
-        def skip(*vs):
-            return as_result(vs)
-        state = as_tuple(if_stmt(go, run, skip, names, state), n)
-        go = extra_test(*state)
-    return as_result(state)
+        if_stmt(go, lambda _item=item: body(_item), lambda: None, get_state, set_state,
+                names, len(names), opts)
+        go = extra_test()
 
 
 # -- graph loops -------------------------------------------------------------------------
 
-class _Iteration:
-    """How a graph loop walks its iterable: counter start/limit/delta and item(i)."""
-
-    def __init__(self, start, limit, delta, item, dtype=None):
-        self.start, self.limit, self.delta, self.item = start, limit, delta, item
-        self.dtype = dtype
-
-
-def _graph_iteration(iterable):
-    if context.current_graph() is None:
-        return None
-    if isinstance(iterable, LazyRange):
-        return _Iteration(iterable.start, iterable.limit, iterable.delta, lambda i: i,
-                          iterable.dtype)
-    if type(iterable) is Tensor and iterable.is_symbolic:
-        if not iterable.shape:
-            raise TypeError(f"cannot iterate over a scalar tensor (at {where()})")
-        n = iterable.shape[0]
-        if n is None:
-            n = OPS["shape"](iterable)[0]
-        return _Iteration(0, n, 1, lambda i: iterable[i])
-    if hasattr(iterable, "_to_flow") and is_symbolic(iterable):
-        return _Iteration(0, iterable.size(), 1, iterable.read)
-    return None
-
-
-def _graph_for(loop, extra_test, body, names, state, loc):
-    n = len(names)
-    dtype = _counter_dtype(loop)
+def _graph_for(loop, extra_test, body, access, loc):
+    dtype = loop.dtype
     start = _as_dtype(loop.start, dtype)
 
-    def test(i, *vs):
-        going = _below_limit(i, loop.limit, loop.delta, dtype)
+    def test(lead):
+        going = _below_limit(lead[0], loop.limit, loop.delta, dtype)
         if extra_test is None:
             return going
-        return bind("logical_and", going, convert_to_tensor(extra_test(*vs)))
+        return bind("logical_and", going, convert_to_tensor(extra_test()))
 
-    def step(i, *vs):
-        out = as_tuple(body(loop.item(i), *vs), n)
-        nxt = bind("add", i, _as_dtype(loop.delta, dtype))
-        return (nxt,) + out
+    def step(lead):
+        i = lead[0]
+        body(loop.item(i))
+        return [bind("add", i, _as_dtype(loop.delta, dtype))]
 
-    result = _graph_loop(test, step, ("<loop counter>",) + tuple(names), (start,) + state, loc,
-                         "for")
-    result = as_tuple(result, n + 1)
-    return as_result(result[1:])
-
-
-def _counter_dtype(loop):
-    if loop.dtype is not None:
-        return _dt.as_dtype(loop.dtype)
-    for v in (loop.start, loop.limit, loop.delta):
-        if type(v) is Tensor:
-            return v.dtype
-    if any(isinstance(v, float) for v in (loop.start, loop.limit, loop.delta)):
-        return _dt.float32
-    return _dt.int32
+    _graph_loop(test, step, [start], access, loc, "for", ["<loop counter>"])
 
 
 def _as_dtype(v, dtype):
@@ -156,119 +114,124 @@ def _below_limit(i, limit, delta, dtype):
     return bind("logical_or", up, down)
 
 
-def _graph_loop(test, body, names, state, loc, kind):
-    """One `while_loop` over `state`; undefined loop variables are filled or reported."""
-    lint.confirm_store(kind, context.user_location())
-    state = _define_undefined(body, names, state, loc, kind)
-    keep = [k for k, v in enumerate(state) if not isinstance(v, Undefined)]
-    full = list(state)
-
-    def pick(vs):
-        return [vs[k] for k in keep]
+def _graph_loop(test, step, lead, access, loc, kind, lead_names=()):
+    """One `while_loop` over the statement's state. `lead` are extra loop values the
+    runtime keeps (a `for` counter): `test(lead)` is the condition, `step(lead)` runs the
+    body and returns the next lead values. State that has no value on entry but is
+    assigned on every path of the body starts as zeros of the type the body gives it, and
+    is checked to exist (the loop ran) wherever it is used after the loop."""
+    where_ = format_location(loc)
+    init = access.read(kind, loc)
+    keep = access.carried(init, kind, loc)
+    names = access.names
+    init, first_defined, keep = _define_undefined(step, lead, access, init, keep, where_, kind)
+    flag = [convert_to_tensor(False)] if first_defined else []
+    n_lead = len(lead)
 
     def spread(vs):
-        out = list(full)
+        values = list(init)
         for k, v in zip(keep, vs):
-            out[k] = v
-        return out
+            values[k] = v
+        return values
 
     def cond_fn(*vs):
-        return test(*spread(vs))
+        access.write(spread(vs[n_lead:n_lead + len(keep)]))
+        return test(list(vs[:n_lead]))
 
     def body_fn(*vs):
-        out = tuple(body(*spread(vs)))
+        access.write(spread(vs[n_lead:n_lead + len(keep)]))
+        new_lead = step(list(vs[:n_lead]))
+        out = access.read(kind, loc)
         for k in keep:
             if isinstance(out[k], Undefined):
-                raise ValueError(f"loop variable '{names[k]}' of the `{kind}` at {loc} is no "
-                                 "longer defined after an iteration")
-            check_carried(out[k], names[k], kind, loc)
-        return pick(out)
+                raise ValueError(f"loop variable '{names[k]}' of the `{kind}` at {where_} is "
+                                 "no longer defined after an iteration")
+            check_carried(out[k], names[k], kind, where_)
+        return list(new_lead) + [out[k] for k in keep] + \
+            ([convert_to_tensor(True)] if flag else [])
 
-    kept_state = pick(state)
+    carried = [init[k] for k in keep]
     for k in keep:
-        check_carried(state[k], names[k], kind, loc)
-    flat = flat_names([names[k] for k in keep], kept_state)
-    with lint.in_graph_loop():
-        res = control_flow.while_loop(cond_fn, body_fn, kept_state, _names=flat)
-    return as_result(tuple(spread(list(res))))
+        check_carried(init[k], names[k], kind, where_)
+    flat = list(lead_names) + flat_names([names[k] for k in keep], carried) + \
+        (["<loop ran>"] if flag else [])
+    try:
+        res = control_flow.while_loop(cond_fn, body_fn, list(lead) + carried + flag,
+                                      _names=flat)
+    except BaseException:
+        access.write(init)
+        raise
+    res = list(res)
+    final = spread(res[n_lead:n_lead + len(keep)])
+    for k in first_defined:
+        final[k] = _maybe_undefined(final[k], res[-1], names[k], f"{where_}")
+    access.write(final)
 
 
-def _define_undefined(body, names, state, loc, kind):
-    """Loop variables must have a value on entry. A lowered return value may not: its dtype
-    and shape come from tracing the body once, and it starts as zeros (never read before
-    a `return` sets it, since the return flag is a loop variable too)."""
-    undefined = [k for k, v in enumerate(state) if isinstance(v, Undefined)]
+def _maybe_undefined(value, ran, name, loop):
+    leaves = [MaybeUndefined(v, ran, name, loop) if type(v) is Tensor else v
+              for v in nest.flatten(value)]
+    return nest.pack_as(value, leaves) if nest.is_nest(value) else leaves[0]
+
+
+def _define_undefined(step, lead, access, init, keep, loc, kind):
+    """Loop state must have a value on entry. A value the body assigns on every path before
+    reading it gets its dtype and shape from tracing the body once, and starts as zeros:
+    a lowered return value (never read before a `return` sets it) or a variable first
+    assigned in the loop. Returns (state, indices of such variables, the indices still carried)."""
+    undefined = [k for k in keep if isinstance(init[k], Undefined)]
     if not undefined:
-        return state
+        return init, [], keep
+    probe, missing = _probe_body(step, lead, access, init, keep)
+    state, first, unset = list(init), [], set()
     for k in undefined:
-        if not state[k].fillable:
+        name = access.names[k]
+        got = probe[k] if probe is not None else None
+        if init[k].fillable and probe is not None and isinstance(got, Undefined):
+            unset.add(k)        # a `return` the body never reaches: nothing to carry
+            continue
+        if missing == name or got is None or isinstance(got, Undefined):
             raise ValueError(
-                f"'{names[k]}' must be defined before the `{kind}` loop at {loc}: it is "
-                f"assigned inside the loop and used after it (or in a later iteration), and a "
-                f"tensor loop needs its initial value. Give '{names[k]}' a value of the right "
-                "dtype and shape before the loop.")
-    probe = _probe_body(body, names, state)
-    state = list(state)
-    for k in undefined:
-        if probe[k] is not None and not isinstance(probe[k], Undefined):
-            state[k] = zeros_like_type(probe[k])
-    return tuple(state)
+                f"'{name}' must be defined before the `{kind}` loop at {loc}: it is read in "
+                f"the loop before it is assigned, or not assigned on every path of the body, "
+                f"and it is used after the loop or in a later iteration. Give '{name}' a value "
+                "of the right dtype and shape before the loop.")
+        state[k] = zeros_like_type(got)
+        if not init[k].fillable:
+            first.append(k)
+    return tuple(state), first, [k for k in keep if k not in unset]
 
 
-def _probe_body(body, names, state):
+def _probe_body(step, lead, access, init, keep):
+    """Trace the body once on placeholders, in a scratch graph; the state it leaves, or
+    (None, name) when it reads a variable that has no value yet."""
     parent = context.current_graph()
     scratch = Graph("probe", parent=parent)
-    args = []
+    values = list(init)
     with context.building(scratch):
-        for v in state:
-            if isinstance(v, Undefined):
-                args.append(v)
-                continue
-            leaves = []
-            for leaf in nest.flatten(v):
-                if hasattr(leaf, "_to_flow"):
-                    flow = leaf._to_flow()
-                    ph = Tensor._symbolic(scratch.add_input(flow.type, "probe"), scratch)
-                    leaves.append(leaf._from_flow(ph))
-                else:
-                    t = convert_to_tensor(leaf)
-                    leaves.append(Tensor._symbolic(scratch.add_input(t.type, "probe"), scratch))
-            args.append(nest.pack_as(v, leaves) if nest.is_nest(v) else leaves[0])
-        with lint.suppressed():
-            return tuple(body(*args))
+        for k in keep:
+            if not isinstance(init[k], Undefined):
+                values[k] = _placeholder_like(scratch, init[k])
+        lead_ph = [_placeholder_like(scratch, v) for v in lead]
+        try:
+            access.write(values)
+            with lint.suppressed():
+                step(lead_ph)
+            return access.read(), None
+        except UndefinedUse as e:
+            return None, e.name
+        finally:
+            access.write(init)
 
 
-class LazyRange:
-    """`range(...)` / `gc.range(...)` with tensor bounds while tracing, before a `for` turns
-    it into a counter. Used as a value anywhere else, it becomes the `gc.range` tensor."""
-
-    def __init__(self, start, limit, delta, dtype=None):
-        self.start, self.limit, self.delta, self.dtype = start, limit, delta, dtype
-
-    def _as_tensor(self):
-        from ...runtime.ops.creation import range as gc_range
-        return gc_range(self.start, self.limit, self.delta, dtype=self.dtype)
-
-    def __getattr__(self, name):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self._as_tensor(), name)
-
-    def __iter__(self):
-        return iter(self._as_tensor())
-
-    def __len__(self):
-        return len(self._as_tensor())
-
-
-def _forward(op):
-    def method(self, *args):
-        return getattr(self._as_tensor(), op)(*args)
-    method.__name__ = op
-    return method
-
-
-for _op in ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv",
-            "rfloordiv", "mod", "rmod", "pow", "rpow", "neg", "abs", "lt", "le", "gt", "ge",
-            "eq", "ne", "getitem", "bool", "array"):
-    setattr(LazyRange, f"__{_op}__", _forward(f"__{_op}__"))
+def _placeholder_like(graph, v):
+    leaves = []
+    for leaf in nest.flatten(v):
+        if hasattr(leaf, "_to_flow"):
+            flow = leaf._to_flow()
+            ph = Tensor._symbolic(graph.add_input(flow.type, "probe"), graph)
+            leaves.append(leaf._from_flow(ph))
+        else:
+            t = convert_to_tensor(leaf)
+            leaves.append(Tensor._symbolic(graph.add_input(t.type, "probe"), graph))
+    return nest.pack_as(v, leaves) if nest.is_nest(v) else leaves[0]

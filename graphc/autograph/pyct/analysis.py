@@ -66,7 +66,7 @@ def _reads_all(nodes):
     return out
 
 
-def _kills(stmt):
+def kills(stmt):
     """Names a simple statement always rebinds (plain names, not `a[i] = ...`)."""
     if isinstance(stmt, (gast.Assign, gast.AnnAssign, gast.AugAssign)):
         targets = stmt.targets if isinstance(stmt, gast.Assign) else [stmt.target]
@@ -109,7 +109,7 @@ def _live_in_stmt(s, out, annotate):
         while True:
             body_in = live_in(s.body, head, annotate)
             if isinstance(s, gast.For):
-                body_in = (body_in - _kills(gast.Assign(targets=[s.target], value=None,
+                body_in = (body_in - kills(gast.Assign(targets=[s.target], value=None,
                                                         type_comment=None))) | _target_reads(s)
             new = head | body_in
             if new == head:
@@ -131,7 +131,7 @@ def _live_in_stmt(s, out, annotate):
         return body | handlers | fin
     if isinstance(s, (gast.Return, gast.Raise)):
         return reads(s)
-    return (out - _kills(s)) | reads(s)
+    return (out - kills(s)) | reads(s)
 
 
 def _head_reads(loop):

@@ -80,8 +80,22 @@ def function(name, params, body):
 
 
 def thunk(expr):
-    """`lambda: expr`."""
-    return gast.Lambda(args=arguments([]), body=expr)
+    """`lambda: expr`, called at once by the operator it is passed to (never kept: its
+    reads happen where it is written, not later as a closure's would)."""
+    node = gast.Lambda(args=arguments([]), body=expr)
+    node.ag_thunk = True
+    return node
+
+
+def check_lazy_operand(expr, where):
+    """A thunked operand cannot hold `name := value`: inside the lambda it would bind a
+    local of the lambda, not the user's variable. Refuse the conversion instead."""
+    for sub in gast.walk(expr):
+        if isinstance(sub, gast.NamedExpr):
+            raise SyntaxError(
+                f"line {getattr(sub, 'lineno', '?')}: an assignment expression (:=) in an "
+                f"operand of {where} that may not run cannot be converted; assign it in a "
+                "statement before")
 
 
 def copy_location(new, old):
