@@ -13,6 +13,7 @@ from ...runtime import context
 from ...runtime.dispatch import bind, convert_to_tensor
 from ...runtime.tensor import Tensor, OPS, is_symbolic
 from .state import where
+from .undefined import forward_to_tensor
 
 
 class Iteration:
@@ -226,14 +227,7 @@ class LazyRange:
         return len(self._as_tensor())
 
 
-def _forward(op):
-    def method(self, *args):
-        return getattr(self._as_tensor(), op)(*args)
-    method.__name__ = op
-    return method
-
-
-for _op in ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv",
-            "rfloordiv", "mod", "rmod", "pow", "rpow", "neg", "abs", "lt", "le", "gt", "ge",
-            "eq", "ne", "getitem", "bool", "array"):
-    setattr(LazyRange, f"__{_op}__", _forward(f"__{_op}__"))
+forward_to_tensor(LazyRange, (
+    "add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv",
+    "rfloordiv", "mod", "rmod", "pow", "rpow", "neg", "abs", "lt", "le", "gt", "ge", "eq",
+    "ne", "getitem", "bool", "array"))

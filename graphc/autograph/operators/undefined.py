@@ -119,15 +119,19 @@ class MaybeUndefined:
         return f"<{self.name}: assigned in the loop at {self.loop}, if it ran>"
 
 
-def _forward(op):
-    def method(self, *args):
-        return getattr(self._as_tensor(), op)(*args)
-    method.__name__ = op
-    return method
+def forward_to_tensor(cls, ops):
+    """Give proxy class `cls` the operators `ops`, each applied to `self._as_tensor()`."""
+    def forward(op):
+        def method(self, *args):
+            return getattr(self._as_tensor(), op)(*args)
+        method.__name__ = op
+        return method
+    for op in ops:
+        setattr(cls, f"__{op}__", forward(f"__{op}__"))
 
 
-for _op in ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv",
-            "rfloordiv", "mod", "rmod", "pow", "rpow", "matmul", "rmatmul", "neg", "pos", "abs",
-            "invert", "and", "rand", "or", "ror", "xor", "rxor", "lt", "le", "gt", "ge", "eq",
-            "ne", "getitem", "bool", "index", "int", "float", "iter", "len", "array"):
-    setattr(MaybeUndefined, f"__{_op}__", _forward(f"__{_op}__"))
+forward_to_tensor(MaybeUndefined, (
+    "add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv",
+    "rfloordiv", "mod", "rmod", "pow", "rpow", "matmul", "rmatmul", "neg", "pos", "abs",
+    "invert", "and", "rand", "or", "ror", "xor", "rxor", "lt", "le", "gt", "ge", "eq", "ne",
+    "getitem", "bool", "index", "int", "float", "iter", "len", "array"))
