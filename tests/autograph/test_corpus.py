@@ -31,6 +31,8 @@ pytestmark = pytest.mark.filterwarnings(
 NO_COMPILED_CODE = {
     ("assert_in_loop", "tensor"): "an assert is an effectful op: the loop holding it runs "
         "in the interpreter, and its body's adds are single ops, not fused groups",
+    ("nested_loop_defined_names", "tensor"): "the outer body checks that the inner loop "
+        "defined `inner` (an assert op), so the loops run in the interpreter",
 }
 # Graphs made of these op types only hold nothing to compile (a program whose Python
 # control flow folded everything into constants, or that returns its argument).

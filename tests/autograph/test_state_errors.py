@@ -198,6 +198,33 @@ def test_while_defined_name_after_zero_trip_loop_is_a_runtime_error():
     assert "'y'" in str(e.value) and HERE in str(e.value)
 
 
+def inner_then_outer(m):
+    for row in m:  # nested-outer
+        for v in row:  # nested-inner
+            inner = v
+        outer = inner * 10.0  # nested-use
+    return inner, outer
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_name_first_defined_in_an_inner_loop_is_checked_in_the_outer_body(backend):
+    # the inner loop running zero times must not leave a zero behind: Python raises
+    # UnboundLocalError at the use in the outer body, the graph InvalidArgumentError there
+    f = gc.function(inner_then_outer, backend=backend)
+    m = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert_same(f(gc.constant(m)), inner_then_outer(m))
+    with bounded("inner_then_outer"):
+        with pytest.raises(gc.errors.InvalidArgumentError) as e:
+            f(gc.constant(np.ones((2, 0), np.float32)))
+    msg = str(e.value)
+    assert "'inner'" in msg and f"{HERE}:{line_of('nested-use')}" in msg
+    with pytest.raises(UnboundLocalError):
+        inner_then_outer(np.ones((2, 0), np.float32))
+    with pytest.raises(gc.errors.InvalidArgumentError) as e:     # no outer iteration at all
+        f(gc.constant(np.ones((0, 3), np.float32)))
+    assert "'inner'" in str(e.value) or "'outer'" in str(e.value)
+
+
 # -- + and - on bool tensors -----------------------------------------------------------------
 def bool_plus(x, y):
     return (x > 0) + (y > 0)  # bool-plus

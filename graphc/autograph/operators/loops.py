@@ -124,54 +124,76 @@ def _graph_loop(test, step, lead, access, loc, kind, lead_names=()):
     init = access.read(kind, loc)
     keep = access.carried(init, kind, loc)
     names = access.names
-    init, first_defined, keep = _define_undefined(step, lead, access, init, keep, where_, kind)
-    flag = [convert_to_tensor(False)] if first_defined else []
-    n_lead = len(lead)
+    # a variable that may have no value (first assigned in an enclosing loop) is carried
+    # as its value and a `defined` flag, checked only where it is used
+    init, flags = list(init), {}
+    for k in keep:
+        if type(init[k]) is MaybeUndefined:
+            flags[k], init[k] = init[k].defined, init[k].value
+    init, first_defined, keep = _define_undefined(step, lead, access, tuple(init), keep,
+                                                  where_, kind)
+    for k in first_defined:
+        flags[k] = convert_to_tensor(False)
+    flagged = sorted(flags)
+    n_lead, n_keep = len(lead), len(keep)
 
-    def spread(vs):
+    def current(vs):
         values = list(init)
-        for k, v in zip(keep, vs):
+        for k, v in zip(keep, vs[n_lead:n_lead + n_keep]):
             values[k] = v
+        for k, f in zip(flagged, vs[n_lead + n_keep:]):
+            values[k] = _maybe_undefined(values[k], f, names[k], where_)
         return values
 
     def cond_fn(*vs):
-        access.write(spread(vs[n_lead:n_lead + len(keep)]))
+        access.write(current(vs))
         return test(list(vs[:n_lead]))
 
     def body_fn(*vs):
-        access.write(spread(vs[n_lead:n_lead + len(keep)]))
+        access.write(current(vs))
         new_lead = step(list(vs[:n_lead]))
-        out = access.read(kind, loc)
+        out = list(access.read(kind, loc))
+        out_flags = []
+        for k in flagged:
+            out[k], defined = _split_maybe(out[k])
+            out_flags.append(defined)
         for k in keep:
             if isinstance(out[k], Undefined):
                 raise ValueError(f"loop variable '{names[k]}' of the `{kind}` at {where_} is "
                                  "no longer defined after an iteration")
             check_carried(out[k], names[k], kind, where_)
-        return list(new_lead) + [out[k] for k in keep] + \
-            ([convert_to_tensor(True)] if flag else [])
+        return list(new_lead) + [out[k] for k in keep] + out_flags
 
     carried = [init[k] for k in keep]
     for k in keep:
         check_carried(init[k], names[k], kind, where_)
     flat = list(lead_names) + flat_names([names[k] for k in keep], carried) + \
-        (["<loop ran>"] if flag else [])
+        [f"<{names[k]} defined>" for k in flagged]
     try:
-        res = control_flow.while_loop(cond_fn, body_fn, list(lead) + carried + flag,
+        res = control_flow.while_loop(cond_fn, body_fn,
+                                      list(lead) + carried + [flags[k] for k in flagged],
                                       _names=flat)
     except BaseException:
         access.write(init)
         raise
-    res = list(res)
-    final = spread(res[n_lead:n_lead + len(keep)])
-    for k in first_defined:
-        final[k] = _maybe_undefined(final[k], res[-1], names[k], f"{where_}")
-    access.write(final)
+    access.write(current(list(res)))
 
 
-def _maybe_undefined(value, ran, name, loop):
-    leaves = [MaybeUndefined(v, ran, name, loop) if type(v) is Tensor else v
+def _maybe_undefined(value, defined, name, loop):
+    leaves = [MaybeUndefined(v, defined, name, loop) if type(v) is Tensor else v
               for v in nest.flatten(value)]
     return nest.pack_as(value, leaves) if nest.is_nest(value) else leaves[0]
+
+
+def _split_maybe(value):
+    """(value without MaybeUndefined wrappers, whether it is defined: a bool tensor)."""
+    leaves, defined = [], convert_to_tensor(True)
+    for v in nest.flatten(value):
+        if type(v) is MaybeUndefined:
+            defined = bind("logical_and", defined, v.defined)
+            v = v.value
+        leaves.append(v)
+    return (nest.pack_as(value, leaves) if nest.is_nest(value) else leaves[0]), defined
 
 
 def _define_undefined(step, lead, access, init, keep, loc, kind):
