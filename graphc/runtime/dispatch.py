@@ -63,7 +63,7 @@ def _eager_type(x):
 
 def _bind_graph(g, opdef, inputs, attrs):
     values = [resolve(g, x) for x in inputs]
-    loc = context.user_location()
+    loc = context.user_site()
     try:
         out_types = opdef.infer([v.type for v in values], **attrs)
     except (TypeError, ValueError) as e:

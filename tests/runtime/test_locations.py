@@ -1,0 +1,53 @@
+"""Where the user's code is: every op records (file, line, function)."""
+import graphc as gc
+from graphc.runtime.context import enclosing_function, format_location
+from graphc.runtime.graph import walk
+from loc_helpers import marker_line
+
+HERE = __file__
+
+
+def line(marker):
+    return marker_line(HERE, marker)
+
+
+def ops_of(f, *args, type_):
+    return [op for op in walk(f.get_concrete_function(*args).graph) if op.type == type_]
+
+
+# -- ops record the user's function -------------------------------------------------------
+
+def outer_step(x):
+    def inner(y):
+        return gc.sqrt(y)  # inner-line
+    return inner(x) + gc.cond(x > 0, lambda: gc.exp(x), lambda: x)  # lambda-line
+
+
+def test_ops_record_the_innermost_user_function():
+    f = gc.function(outer_step)
+    x = gc.constant(1.0)
+    (sqrt,) = ops_of(f, x, type_="sqrt")
+    (exp,) = ops_of(f, x, type_="exp")
+    assert sqrt.loc == (HERE, line("inner-line"), "inner")
+    assert exp.loc == (HERE, line("lambda-line"), "<lambda>")
+    assert format_location(sqrt.loc) == f"{HERE}:{line('inner-line')} in inner"
+    assert format_location((HERE, 3)) == f"{HERE}:3"          # a 2-tuple still prints
+
+
+def loop_step(x, n):
+    for i in range(n):
+        x = x * 2.0  # loop-body-line
+    return x
+
+
+def test_ops_in_converted_loop_bodies_name_the_users_def():
+    # AutoGraph runs the body as a generated function: the name is the user's `def`
+    f = gc.function(loop_step)
+    (mul,) = ops_of(f, gc.constant(1.0), gc.constant(3), type_="multiply")
+    assert mul.loc == (HERE, line("loop-body-line"), "loop_step")
+
+
+def test_enclosing_function_prefers_the_running_code_name():
+    assert enclosing_function(HERE, line("lambda-line")) == "<lambda>"   # innermost
+    assert enclosing_function(HERE, line("lambda-line"), "outer_step") == "outer_step"
+    assert enclosing_function("<no such file>", 1) is None
