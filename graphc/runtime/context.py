@@ -3,6 +3,7 @@ import ast
 import linecache
 import os
 import sys
+import warnings
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _stack = []  # graphs being built, innermost last
@@ -112,3 +113,16 @@ def format_location(loc):
         return "<unknown>"
     text = f"{loc[0]}:{loc[1]}"
     return f"{text} in {loc[2]}" if len(loc) > 2 and loc[2] else text
+
+
+def warn_at_user_line(message, category):
+    """Warn at the user's line that called into graphc, wherever the call came through;
+    the warning itself shows `file:line: Category:`, so `message` need not say where."""
+    frame = user_frame()
+    if frame is None:
+        warnings.warn(message, category, stacklevel=2)
+        return
+    g = frame.f_globals
+    warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno,
+                           module=g.get("__name__"),
+                           registry=g.setdefault("__warningregistry__", {}), module_globals=g)

@@ -1,4 +1,10 @@
-"""Where the user's code is: every op records (file, line, function)."""
+"""Where the user's code is: every op records (file, line, function), and warnings name
+the user's line once."""
+import warnings
+
+import numpy as np
+import pytest
+
 import graphc as gc
 from graphc.runtime.context import enclosing_function, format_location
 from graphc.runtime.graph import walk
@@ -51,3 +57,28 @@ def test_enclosing_function_prefers_the_running_code_name():
     assert enclosing_function(HERE, line("lambda-line")) == "<lambda>"   # innermost
     assert enclosing_function(HERE, line("lambda-line"), "outer_step") == "outer_step"
     assert enclosing_function("<no such file>", 1) is None
+
+
+# -- warnings say their location once -------------------------------------------------------
+
+def retrace_warnings(call):
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        for n in range(1, 8):
+            call(np.zeros(n, np.float32))
+    return [w for w in rec if issubclass(w.category, gc.RetracingWarning)]
+
+
+@pytest.mark.parametrize("how", ["call", "get_concrete_function"])
+def test_retracing_warning_points_at_the_calling_line_once(how):
+    f = gc.function(lambda x: x)
+
+    def call(x):
+        if how == "call":
+            return f(x)  # retrace-call-line
+        return f.get_concrete_function(x)  # retrace-concrete-line
+    ws = retrace_warnings(call)
+    marker = "retrace-call-line" if how == "call" else "retrace-concrete-line"
+    assert len(ws) == 1
+    assert (ws[0].filename, ws[0].lineno) == (HERE, line(marker))
+    assert HERE not in str(ws[0].message)
