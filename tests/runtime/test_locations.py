@@ -1,5 +1,5 @@
-"""Where the user's code is: every op records (file, line, function), and warnings name
-the user's line once."""
+"""Where the user's code is: every op records (file, line, function), and warnings and
+leaked-tensor errors name the user's lines, each once."""
 import warnings
 
 import numpy as np
@@ -57,6 +57,31 @@ def test_enclosing_function_prefers_the_running_code_name():
     assert enclosing_function(HERE, line("lambda-line")) == "<lambda>"   # innermost
     assert enclosing_function(HERE, line("lambda-line"), "outer_step") == "outer_step"
     assert enclosing_function("<no such file>", 1) is None
+
+
+# -- leaked tensors -------------------------------------------------------------------------
+
+def test_leaked_tensor_names_where_it_was_made_and_used():
+    kept = []
+
+    @gc.function
+    def f(x):
+        kept.append(x + 1.0)  # leak-made-line
+        return x
+
+    @gc.function
+    def g(y):
+        return y * kept[0]  # leak-used-line
+    f(gc.constant(1.0))
+    made = f"created at {HERE}:{line('leak-made-line')} in f"
+    with pytest.raises(ValueError) as e:
+        g(gc.constant(2.0))
+    assert made in str(e.value) and "Fix:" in str(e.value)
+    assert f"used at {HERE}:{line('leak-used-line')} in g" in str(e.value)
+    with pytest.raises(ValueError) as e:
+        kept[0] + 1.0  # leak-eager-line
+    assert made in str(e.value)
+    assert f"used at {HERE}:{line('leak-eager-line')} in test_leaked" in str(e.value)
 
 
 # -- warnings say their location once -------------------------------------------------------
