@@ -182,3 +182,44 @@ def test_eager_assert_names_the_line():
     with pytest.raises(InvalidArgumentError) as e:
         gc.autograph.to_graph(asserts_positive)(gc.constant([-3.0]))
     assert str(e.value).endswith(f"at {HERE}:{marker_line('assert-line')} in asserts_positive")
+
+
+# -- integer ops that raise -----------------------------------------------------------------
+
+def int_power(x, y):
+    a = x * 2 + 1
+    return a ** y  # int-pow-line
+
+
+def test_integer_negative_power_raises_located(backend):
+    """Integer pow is never fused (a kernel cannot raise; numba would give 0): the group
+    stops before it and its numpy rule raises."""
+    x = gc.constant([1, 2])
+    with pytest.raises(ValueError):
+        int_power(x, gc.constant([2, -1]))             # eager raises too
+    f = backend.function(int_power)
+    with backend.expect(kernels=True):                 # `x * 2 + 1` runs as a kernel
+        np.testing.assert_array_equal(f(x, gc.constant([2, 3])).numpy(), [9, 125])
+        with pytest.raises(InvalidArgumentError) as e:
+            f(x, gc.constant([2, -1]))
+    check_located(e, "int-pow-line", "int_power", op="pow")
+    assert isinstance(e.value.__cause__, ValueError)
+
+
+def int_power_loop(x, n):
+    s = 0
+    for i in range(n):
+        s = s + x ** (2 - i)  # int-pow-loop-line
+    return s
+
+
+def test_integer_power_in_a_loop_raises_located(backend):
+    """A compiled loop checks the exponent (numba alone would give 0) and reruns
+    interpreted, which raises numpy's error at the user's line."""
+    f = backend.function(int_power_loop)
+    with backend.expect(loops=True):
+        assert int(f(gc.constant(2), gc.constant(3))) == 4 + 2 + 1
+        with pytest.raises(InvalidArgumentError) as e:
+            f(gc.constant(2), gc.constant(4))             # 2 ** -1 in the last iteration
+    check_located(e, "int-pow-loop-line", "int_power_loop", op="pow")
+    assert isinstance(e.value.__cause__, ValueError)
