@@ -94,6 +94,8 @@ def statement(op, args, fast=False):
     if fast and op.type in TRIG:
         expr = "fast_" + expr
     out = op.outputs[0].type.dtype
+    if op.type == "pow" and out.is_integer:
+        expr = f"ipow({args[0]}, {args[1]})"    # raises on a negative exponent, as numpy
     if out.name == "bool":
         return expr          # comparisons, logic and cast-to-bool already give a bool
     return f"{np_name(out)}({expr})"

@@ -8,10 +8,10 @@ shapes big enough to be worth it.
 import os
 from functools import partial
 
-from ..errors import InvalidArgumentError
 from ..runtime.backends import register_backend
 from ..runtime.executor import last_uses
 from ..runtime.registry import REGISTRY
+from ..runtime.run_errors import located
 from . import blas, cache, codegen, loops
 from .fusion import fuse
 from .groups import KERNEL_NAME, GroupRunner
@@ -103,10 +103,12 @@ class Plan:
         for fn, ins, outs, op, is_group, dead in self.steps:
             try:
                 r = fn(*[env[i] for i in ins])
-            except InvalidArgumentError:
-                raise
             except Exception as e:  # noqa: BLE001 - re-raised with the op and user line
-                raise _runtime_error(op, e) from e
+                # a fused group locates its own errors (at the op of the group that failed)
+                err = None if is_group else located(op, e, [env[i] for i in ins])
+                if err is None:
+                    raise
+                raise err from e
             if is_group:
                 for o, x in zip(outs, r):
                     env[o] = x
@@ -142,13 +144,6 @@ def _optimized(graph):
         if os.environ.get("GRAPHC_VERIFY"):
             raise           # under test, a failing pass is a bug to see, not to hide
         return graph, f"optimize() failed: {type(e).__name__}: {e}"
-
-
-def _runtime_error(op, e):
-    from ..runtime.context import format_location
-    where = f" (created at {format_location(op.loc)})" if op.loc else ""
-    return InvalidArgumentError(f"{op.type} '{op.name}'{where} failed at run time: "
-                                f"{type(e).__name__}: {e}")
 
 
 def compile_plan(graph):

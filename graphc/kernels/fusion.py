@@ -61,12 +61,19 @@ def _bcast(shapes):
     return tuple(out)
 
 
+def raises_on_integers(op):
+    """Integer `pow` raises for a negative exponent (numpy and TF alike). A fused kernel
+    cannot report that (numba returns 0 or INT_MIN, and a raise inside prange is not
+    supported), so it keeps its numpy rule and the located reference error comes out."""
+    return op.type == "pow" and op.outputs[0].type.dtype.is_integer
+
+
 def is_fusible_elementwise(op):
     """Elementwise with a scalar template, supported dtypes, and shape = broadcast(inputs)."""
     opdef = REGISTRY.get(op.type)
     if opdef is None or opdef.kind != ELEMENTWISE or not opdef.scalar or opdef.effectful:
         return False
-    if len(op.outputs) != 1 or not op.inputs:
+    if len(op.outputs) != 1 or not op.inputs or raises_on_integers(op):
         return False
     if not all(_dtype_ok(v.type) for v in op.inputs + op.outputs):
         return False

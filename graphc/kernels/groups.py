@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import config
 from ..runtime.registry import REGISTRY
+from ..runtime.run_errors import is_located, located
 from . import cache, codegen, codegen_chunks
 from .fusion import REDUCTIONS
 from .output_pool import OutputPool
@@ -129,7 +130,14 @@ class GroupRunner:
     def run_numpy(self, arrays):
         env = {id(v): a for v, a in zip(self.group.inputs, arrays)}
         for fn, op in self.numpy_steps:
-            env[id(op.outputs[0])] = fn(*[env[id(v)] for v in op.inputs])
+            ins = [env[id(v)] for v in op.inputs]
+            try:
+                env[id(op.outputs[0])] = fn(*ins)
+            except Exception as e:  # noqa: BLE001 - re-raised at the op and its user line
+                err = located(op, e, ins)
+                if err is None:
+                    raise
+                raise err from e
         return [env[id(v)] for v in self.group.outputs]
 
     # -- shapes --------------------------------------------------------------------------
@@ -142,6 +150,15 @@ class GroupRunner:
         return lay
 
     def __call__(self, *arrays):
+        try:
+            return self._call(arrays)
+        except Exception as e:  # noqa: BLE001 - located at the op of the group that fails
+            if is_located(e):
+                raise
+            self.run_numpy([np.asarray(a) for a in arrays])   # the reference error, located
+            raise located(self.group.ops[-1], e) from e       # only the kernel failed
+
+    def _call(self, arrays):
         arrays = [a if type(a) is np.ndarray else np.asarray(a) for a in arrays]
         lay = self.layout(tuple(a.shape for a in arrays))
         if lay.go is not None:

@@ -92,6 +92,15 @@ def erf(a):
     return math.erf(a)
 
 
+@njit(**_INLINE)
+def ipow(a, b):
+    # numba gives 0 or INT_MIN for a negative exponent where numpy raises; compiled loops
+    # (serial code: no raise inside prange) catch this and rerun interpreted for numpy's error
+    if b < 0:
+        raise ArithmeticError("integer to a negative power")
+    return a ** b
+
+
 # Without vecmath the "fast" variants are the plain ones and never ask for a redo.
 fast_sin, fast_cos, fast_tan = sin, cos, tan
 
@@ -122,5 +131,5 @@ VECMATH_USED = _use_vecmath()
 
 __all__ = ["max", "min", "fmaximum", "fminimum", "prefer_vector_width", "sign", "floor",
            "ceil", "rint", "sqrt", "exp", "log", "log1p", "sin", "cos", "tan", "tanh", "erf",
-           "fast_sin", "fast_cos", "fast_tan", "fast_trig_miss",
+           "ipow", "fast_sin", "fast_cos", "fast_tan", "fast_trig_miss",
            "bool_", "float32", "float64", "int32", "int64"]

@@ -1,6 +1,9 @@
 """Which graph (if any) ops are being traced into, and where in the user's code we are."""
+import ast
+import linecache
 import os
 import sys
+import warnings
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _stack = []  # graphs being built, innermost last
@@ -59,5 +62,67 @@ def user_location():
     return None if f is None else (f.f_code.co_filename, f.f_lineno)
 
 
+def user_site():
+    """(file, line, function) of the user's code running now: what each op records as its
+    `loc`. AutoGraph's generated helpers (loop bodies, branches) run under the user's file
+    and lines but not their names, so the function is the user's `def` around the line."""
+    f = user_frame()
+    if f is None:
+        return None
+    code = f.f_code
+    return (code.co_filename, f.f_lineno,
+            enclosing_function(code.co_filename, f.f_lineno, code.co_name) or code.co_name)
+
+
+_DEFS = {}   # filename -> (linecache's lines, sorted [(first, last line, name)] of its defs)
+
+
+def enclosing_function(filename, line, name=None):
+    """`name` if a `def` (or lambda) of that name in `filename` spans `line`, else the
+    innermost one that does; None if none does."""
+    lines = linecache.getlines(filename)
+    if not lines:        # no source (e.g. exec'd code): the caller uses the code's name
+        return None
+    cached = _DEFS.get(filename)
+    if cached is None or cached[0] is not lines:     # new, or reloaded by linecache
+        cached = _DEFS[filename] = (lines, _parse_defs(lines))
+    around = []
+    for first, last, fn in cached[1]:
+        if first > line:
+            break
+        if line <= last:
+            around.append(fn)
+    return name if name in around else (around[-1] if around else None)
+
+
+def _parse_defs(lines):
+    try:
+        tree = ast.parse("".join(lines))
+    except (SyntaxError, ValueError):
+        return []
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+    # by start, outer first: the last one around a line is the innermost
+    found = [(n.lineno, -n.end_lineno, getattr(n, "name", "<lambda>"))
+             for n in ast.walk(tree) if isinstance(n, kinds)]
+    return [(first, -neg_last, name) for first, neg_last, name in sorted(found)]
+
+
 def format_location(loc):
-    return f"{loc[0]}:{loc[1]}" if loc else "<unknown>"
+    """`file:line`, or `file:line in function` for a location that names its function."""
+    if not loc:
+        return "<unknown>"
+    text = f"{loc[0]}:{loc[1]}"
+    return f"{text} in {loc[2]}" if len(loc) > 2 and loc[2] else text
+
+
+def warn_at_user_line(message, category):
+    """Warn at the user's line that called into graphc, wherever the call came through;
+    the warning itself shows `file:line: Category:`, so `message` need not say where."""
+    frame = user_frame()
+    if frame is None:
+        warnings.warn(message, category, stacklevel=2)
+        return
+    g = frame.f_globals
+    warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno,
+                           module=g.get("__name__"),
+                           registry=g.setdefault("__warningregistry__", {}), module_globals=g)

@@ -216,7 +216,7 @@ def _relink(original, value):
 def bind_control(type_, g, inputs, attrs):
     from .registry import REGISTRY
     types = REGISTRY[type_].infer([v.type for v in inputs], **attrs)
-    op = g.add_op(type_, inputs, attrs, types, context.user_location())
+    op = g.add_op(type_, inputs, attrs, types, context.user_site())
     outs = [Tensor._symbolic(v, g) for v in op.outputs]
     if _tapes and outs:   # a recording GradientTape sees the node as one op (autodiff_control)
         from .autodiff_control import record_control

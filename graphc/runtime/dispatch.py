@@ -48,9 +48,9 @@ def _eager_value(x):
     if type(x) is Tensor:
         if x._np is None:
             raise ValueError(
-                f"symbolic tensor '{x._sym.name}' was used outside the function that traced it "
-                "(a tensor leaked from a trace, e.g. stored on self or in a global). Return it "
-                "from the function instead.")
+                f"symbolic tensor {_leak_origin(x)} is used {_used_here()}, outside the function "
+                "that traced it (a tensor leaked from a trace, e.g. stored on self or in a "
+                "global). Fix: return it from the function instead.")
         return x._np
     return x  # variables and other runtime objects are passed by reference
 
@@ -63,7 +63,7 @@ def _eager_type(x):
 
 def _bind_graph(g, opdef, inputs, attrs):
     values = [resolve(g, x) for x in inputs]
-    loc = context.user_location()
+    loc = context.user_site()
     try:
         out_types = opdef.infer([v.type for v in values], **attrs)
     except (TypeError, ValueError) as e:
@@ -94,24 +94,37 @@ def resolve(g, x):
 
 def _capture_symbolic(g, x):
     if g.parent is None:
-        made = _made_at(x)
-        use = context.user_location()
         raise ValueError(
-            f"symbolic tensor '{x._sym.name}'{made} belongs to another graph "
-            f"('{x._graph.name}') but is used"
-            f"{' at ' + context.format_location(use) if use else ''}: it leaked from a "
-            "different trace or from inside a graph branch or loop body (kept on self, in a "
-            "global, in a Python list, or set by a function called there). Pass it in as an "
-            "argument, or return it from the function / branch / loop body that made it.")
+            f"symbolic tensor {_leak_origin(x)} belongs to another graph ('{x._graph.name}') "
+            f"but is used {_used_here()}: it leaked from a different trace or from inside a "
+            "graph branch or loop body (kept on self, in a global, in a Python list, or set by "
+            "a function called there). Fix: pass it in as an argument, or return it from the "
+            "function / branch / loop body that made it.")
     outer = resolve(g.parent, x)
     return g.add_capture(outer, outer.type, base=outer.name.split(".")[0])
 
 
-def _made_at(x):
-    for op in x._graph.operations:
-        if any(v is x._sym for v in op.outputs):
-            return f" (made at {context.format_location(op.loc)})" if op.loc else ""
-    return ""
+def _leak_origin(x):
+    """`'add_0' (float32[2], created at f.py:3 in step)`: a symbolic tensor and where the
+    user made it, for the errors about a tensor used outside its trace."""
+    from .graph import walk
+    g, v = x._graph, x._sym
+    made = "made by graphc"
+    if any(i is v for i in g.all_inputs):
+        made = (f"an input of the traced function '{g.name}'" if g.parent is None
+                else f"an input of graph '{g.name}' (a branch or loop body)")
+    else:
+        for op in walk(g):
+            if any(o is v for o in op.outputs):
+                if op.loc:
+                    made = f"created at {context.format_location(op.loc)}"
+                break
+    return f"'{v.name}' ({v.type}, {made})"
+
+
+def _used_here():
+    loc = context.user_site()
+    return f"at {context.format_location(loc)}" if loc else "here"
 
 
 # -- conversion ------------------------------------------------------------------------

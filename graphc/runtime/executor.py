@@ -7,8 +7,8 @@ warm memory instead of faulting in fresh pages for every op).
 """
 from functools import partial
 
-from ..errors import InvalidArgumentError
 from .registry import REGISTRY
+from .run_errors import located
 
 
 def _step(op, index):
@@ -60,16 +60,17 @@ def _binary_runner(steps, out_idx, pad):
     """Fast path for graphs made only of single-output two-input ops (arithmetic chains)."""
     def run(args):
         env = args + pad
-        op = None
+        op = a = b = None
         try:
             for fn, (a, b), o, op, dead in steps:
                 env[o] = fn(env[a], env[b])
                 for d in dead:
                     env[d] = None
-        except InvalidArgumentError as e:
-            raise _located(op, e) from None
         except Exception as e:  # noqa: BLE001 - re-raised with the op and user line
-            raise _runtime_error(op, e) from e
+            err = located(op, e, (env[a], env[b]))
+            if err is None:
+                raise
+            raise err from e
         return [env[i] for i in out_idx]
     return run
 
@@ -80,10 +81,11 @@ def _general_runner(steps, out_idx, pad):
         for fn, ins, outs, op, dead in steps:
             try:
                 r = fn(*[env[i] for i in ins])
-            except InvalidArgumentError as e:
-                raise _located(op, e) from None
             except Exception as e:  # noqa: BLE001 - re-raised with the op and user line
-                raise _runtime_error(op, e) from e
+                err = located(op, e, [env[i] for i in ins])
+                if err is None:
+                    raise
+                raise err from e
             if len(outs) == 1:
                 env[outs[0]] = r
             elif outs:
@@ -93,24 +95,6 @@ def _general_runner(steps, out_idx, pad):
                 env[d] = None
         return [env[i] for i in out_idx]
     return run
-
-
-def _runtime_error(op, e):
-    from .context import format_location
-    where = f" (created at {format_location(op.loc)})" if op.loc else ""
-    return InvalidArgumentError(f"{op.type} '{op.name}'{where} failed at run time: "
-                                f"{type(e).__name__}: {e}")
-
-
-def _located(op, e):
-    """An op's own InvalidArgumentError, with the user's line that created the op (once)."""
-    if getattr(e, "_graphc_located", False) or not op.loc:
-        return e
-    from .context import format_location
-    new = InvalidArgumentError(f"{e} (op {op.type} '{op.name}' created at "
-                               f"{format_location(op.loc)})")
-    new._graphc_located = True
-    return new
 
 
 def run_graph(graph, args):

@@ -1,7 +1,6 @@
 """gc.function: trace once per input signature, cache the graph, run it on every call."""
 import functools
 import inspect
-import warnings
 import weakref
 
 from .. import config
@@ -140,7 +139,7 @@ class Function:
         if self._warned or len(self._concrete) - 1 < RETRACE_WARN_AFTER:
             return
         self._warned = True
-        warnings.warn(_retrace_message(self, old, new), RetracingWarning, stacklevel=5)
+        context.warn_at_user_line(_retrace_message(self, old, new), RetracingWarning)
 
     # -- introspection ---------------------------------------------------------------------
     @property

@@ -16,7 +16,8 @@ class Value:
 
 
 class Operation:
-    """One node: `outputs = type(inputs) {attrs}`; `loc` is the user's (file, line) that made it."""
+    """One node: `outputs = type(inputs) {attrs}`; `loc` is the user's (file, line, function)
+    that made it (None for ops made by graphc itself, e.g. by a pass)."""
 
     __slots__ = ("type", "name", "inputs", "attrs", "outputs", "loc")
 

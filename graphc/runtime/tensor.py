@@ -201,7 +201,7 @@ def _shape_str(shape):
 
 
 def _not_allowed(t, what, fix):
-    loc = context.user_location()
+    loc = context.user_site()
     where = f" at {context.format_location(loc)}" if loc else ""
     return OperatorNotAllowedInGraphError(
         f"Using symbolic tensor '{t._sym.name}' ({t._sym.type}) as {what} is not allowed while "

@@ -171,7 +171,8 @@ def test_ops_traced_in_converted_loops_record_the_user_line():
     f = gc.function(runtime_error_in_loop)
     cf = f.get_concrete_function(gc.TensorSpec([2], gc.float32), gc.TensorSpec([], gc.int32))
     ops = [op for op in walk(cf.graph) if op.type == "getitem"]
-    assert ops and all(op.loc == (HERE, line_of("runtime-index")) for op in ops)
+    assert ops and all(op.loc == (HERE, line_of("runtime-index"), "runtime_error_in_loop")
+                       for op in ops)
     with pytest.raises(gc.errors.InvalidArgumentError) as e:
         f(gc.constant([1.0, 2.0]), gc.constant(2))
     assert f"{HERE}:{line_of('runtime-index')}" in str(e.value)      # a run-time error

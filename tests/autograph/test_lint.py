@@ -18,6 +18,11 @@ HERE = __file__
 line_of = functools.partial(marker_line, HERE)
 
 
+def at(w, marker):
+    """The warning points at this file's line marked `# marker`."""
+    return w.filename == HERE and w.lineno == line_of(marker)
+
+
 def lint_warnings(fn, *args):
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
@@ -34,8 +39,8 @@ def test_print_of_tensor_warns_with_line_and_suggests_gc_print(capsys):
     ws = lint_warnings(prints_tensor, gc.constant(1.0))
     assert len(ws) == 1
     msg = str(ws[0].message)
-    assert f"{HERE}:{line_of('print-line')}" in msg and "gc.print" in msg
-    assert ws[0].filename == HERE and ws[0].lineno == line_of("print-line")
+    assert "gc.print" in msg and HERE not in msg     # the warning itself shows the line
+    assert at(ws[0], "print-line")
     assert "value:" in capsys.readouterr().out      # it still prints, once, while tracing
 
 
@@ -81,8 +86,8 @@ def test_numpy_call_on_tensor_warns_before_failing():
         warnings.simplefilter("always")
         with pytest.raises(TypeError):
             gc.function(numpy_on_tensor)(gc.constant(2.0))
-    msgs = [str(w.message) for w in rec if issubclass(w.category, TraceTimeSideEffectWarning)]
-    assert len(msgs) == 1 and f":{line_of('numpy-line')}" in msgs[0] and "gc." in msgs[0]
+    ws = [w for w in rec if issubclass(w.category, TraceTimeSideEffectWarning)]
+    assert len(ws) == 1 and at(ws[0], "numpy-line") and "gc." in str(ws[0].message)
 
 
 def random_and_time(x):
@@ -93,10 +98,9 @@ def random_and_time(x):
 
 def test_random_and_time_calls_warn():
     ws = lint_warnings(random_and_time, gc.constant(1.0))
-    msgs = sorted(str(w.message) for w in ws)
-    assert len(msgs) == 2
-    assert any(f":{line_of('random-line')}" in m and "gc.random" in m for m in msgs)
-    assert any(f":{line_of('time-line')}" in m and "baked" in m for m in msgs)
+    assert len(ws) == 2
+    assert any(at(w, "random-line") and "gc.random" in str(w.message) for w in ws)
+    assert any(at(w, "time-line") and "baked" in str(w.message) for w in ws)
 
 
 def big_unrolled_loop(x):
@@ -115,7 +119,7 @@ def test_large_python_range_with_tensor_ops_warns_once():
     ws = lint_warnings(big_unrolled_loop, gc.constant(0.0))
     assert len(ws) == 1
     msg = str(ws[0].message)
-    assert f":{line_of('unroll-line')}" in msg and "gc.range(200)" in msg and "200" in msg
+    assert at(ws[0], "unroll-line") and "gc.range(200)" in msg and "200" in msg
     assert lint_warnings(small_unrolled_loop, gc.constant(0.0)) == []
 
 
@@ -195,4 +199,4 @@ def prints_formatted_tensor(x):
 
 def test_print_of_a_formatted_tensor_warns():
     ws = lint_warnings(prints_formatted_tensor, gc.constant(1.0))
-    assert len(ws) == 1 and f":{line_of('fstring-line')}" in str(ws[0].message)
+    assert len(ws) == 1 and at(ws[0], "fstring-line")

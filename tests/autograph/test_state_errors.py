@@ -168,7 +168,7 @@ def test_name_defined_in_one_branch_used_after_a_later_loop():
 def last_after_loop(x, n):
     for i in range(n):  # zero-trip-for
         last = x[i] * 2.0
-    return last
+    return last  # zero-trip-use
 
 
 def test_loop_defined_name_after_zero_trip_loop_is_a_runtime_error():
@@ -178,7 +178,9 @@ def test_loop_defined_name_after_zero_trip_loop_is_a_runtime_error():
         with pytest.raises(gc.errors.InvalidArgumentError) as e:
             f(gc.constant(X5), gc.constant(0))
     msg = str(e.value)
-    assert "'last'" in msg and HERE in msg
+    assert "'last'" in msg and at("zero-trip-for") in msg
+    assert msg.endswith(f"at {at('zero-trip-use')} in last_after_loop")
+    assert msg.count(at("zero-trip-use")) == 1
     assert f.tracing_count == 1          # the same trace: a check when the graph runs
 
 

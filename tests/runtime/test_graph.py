@@ -62,7 +62,7 @@ def test_operations_have_type_and_name_and_location():
     (op,) = g.operations
     assert op.type == "sqrt" and op.name == "sqrt_0"
     line = next(i for i, l in enumerate(open(__file__), 1) if "# location line" in l)
-    assert op.loc == (__file__, line)
+    assert op.loc == (__file__, line, "f")
 
 
 def test_verify_catches_broken_graphs():

@@ -202,7 +202,8 @@ def test_runtime_errors_of_dynamic_shapes_are_invalid_argument():
     spec = [gc.TensorSpec([None, 3])]
     f = gc.function(lambda x: gc.reshape(x, [gc.shape(x)[0], 5]), input_signature=spec,
                     backend="numpy")
-    with pytest.raises(gc.errors.InvalidArgumentError, match=r"reshape.*\(2, ?5\)"):
+    with pytest.raises(gc.errors.InvalidArgumentError,
+                       match=r"reshape.*\[2,3\].*into shape \[2,5\]"):
         f(np.zeros((2, 3), np.float32))
     g = gc.function(lambda x, y: gc.concat([x, y], 0), backend="numpy",
                     input_signature=[gc.TensorSpec([2, None]), gc.TensorSpec([2, None])])

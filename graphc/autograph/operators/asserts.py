@@ -2,10 +2,10 @@
 import numpy as np
 
 from ...errors import InvalidArgumentError
+from ...runtime import context
 from ...runtime.dispatch import bind, convert_to_tensor
 from ...runtime.registry import register, IO
 from ...runtime.tensor import Tensor
-from .state import where
 
 
 def _assert_infer(types, message):
@@ -17,9 +17,7 @@ def _assert_infer(types, message):
 
 def _assert_impl(condition, message):
     if not np.all(condition):
-        err = InvalidArgumentError(message)
-        err._graphc_located = True      # the message already names the user's line
-        raise err
+        raise InvalidArgumentError(message)   # a graph's runner appends the user's line
 
 
 register("assert", _assert_infer, _assert_impl, kind=IO, effectful=True, nondiff=True)
@@ -27,8 +25,8 @@ register("assert", _assert_infer, _assert_impl, kind=IO, effectful=True, nondiff
 
 def assert_(condition, message=None):
     """`assert condition, message`: Python's assert on Python values; on a tensor an
-    `assert` op that raises gc.errors.InvalidArgumentError (with `message` and the
-    user's file:line) whenever it runs with a false element."""
+    `assert` op that raises gc.errors.InvalidArgumentError (with `message`, ending
+    with the user's file:line and function) whenever it runs with a false element."""
     if type(condition) is not Tensor and not hasattr(condition, "_as_tensor"):
         if not condition:
             raise AssertionError(*(() if message is None else (message(),)))
@@ -36,6 +34,8 @@ def assert_(condition, message=None):
     text = "" if message is None else message()
     if type(text) is Tensor:
         text = "<tensor message>" if text.is_symbolic else str(text.numpy())
-    full = f"assertion failed at {where()}" + (f": {text}" if text != "" else "")
+    full = "assertion failed" + (f": {text}" if text != "" else "")
+    if context.current_graph() is None:       # eager: no runner to add the location
+        full += f" at {context.format_location(context.user_site())}"
     bind("assert", convert_to_tensor(condition), message=full)
     return None

@@ -30,8 +30,9 @@ def warn_once(kind, message, loc=None):
     if key in _warned:
         return
     _warned.add(key)
-    warnings.warn_explicit(f"{loc[0]}:{loc[1]}: {message}", TraceTimeSideEffectWarning,
-                           loc[0], loc[1])
+    # the warning carries the location (shown as `file:line: TraceTimeSideEffectWarning:`),
+    # so the message does not repeat it
+    warnings.warn_explicit(message, TraceTimeSideEffectWarning, loc[0], loc[1])
 
 
 def tracing():

@@ -98,16 +98,16 @@ class MaybeUndefined:
         return True
 
     def _as_tensor(self):
-        from ...runtime.context import current_graph, format_location, user_location
+        from ...runtime.context import current_graph
         from ...runtime.dispatch import bind
         g = current_graph()
         if g is not None and id(g) not in self._checked:
             self._checked.add(id(g))
-            use = format_location(user_location())
+            # the runner ends the message with the op's line: this use
             bind("assert", self.defined, message=(
-                f"'{self.name}' is used at {use} but it is assigned only inside the loop at "
-                f"{self.loop}, which ran zero times, so '{self.name}' has no value (Python "
-                f"raises UnboundLocalError here). Give '{self.name}' a value before the loop."))
+                f"'{self.name}' is used before it has a value: it is assigned only inside the "
+                f"loop at {self.loop}, which ran zero times (Python raises UnboundLocalError "
+                f"here). Fix: give '{self.name}' a value before the loop."))
         return self.value
 
     def __getattr__(self, name):

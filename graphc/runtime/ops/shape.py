@@ -76,6 +76,20 @@ def _check_shape_input(op, types, template):
 
 
 # -- reshape ---------------------------------------------------------------------------
+def _reshape_problem(dims, shape):
+    """Why a tensor of static `dims` cannot take `shape` (one -1 allowed), or None."""
+    n = _prod(dims)
+    what = f"reshape: cannot reshape a tensor of shape {_dims(dims)} ({n} elements) into " \
+           f"shape {_dims(shape)}"
+    if -1 in shape:
+        p = _prod([d for d in shape if d != -1])
+        if p == 0 or n % p:
+            return f"{what}: {n} is not a multiple of {p}"
+    elif _prod(shape) != n:
+        return f"{what} ({_prod(shape)} elements)"
+    return None
+
+
 def _reshape_infer(types, shape):
     x = types[0]
     _check_shape_input("reshape", types, shape)
@@ -86,22 +100,20 @@ def _reshape_infer(types, shape):
         rest = out[:i] + out[i + 1:]
         out[i] = None
         if known and None not in rest:
-            p = _prod(rest)
-            if p == 0 or _prod(x.shape) % p:
-                raise ValueError(
-                    f"reshape: cannot reshape a tensor of shape {_dims(x.shape)} "
-                    f"({_prod(x.shape)} elements) into shape {_dims(shape)}: "
-                    f"{_prod(x.shape)} is not a multiple of {p}")
-            out[i] = _prod(x.shape) // p
-    elif known and None not in out and _prod(out) != _prod(x.shape):
-        raise ValueError(f"reshape: cannot reshape a tensor of shape {_dims(x.shape)} "
-                         f"({_prod(x.shape)} elements) into shape {_dims(shape)} "
-                         f"({_prod(out)} elements)")
+            problem = _reshape_problem(x.shape, shape)
+            if problem:
+                raise ValueError(problem)
+            out[i] = _prod(x.shape) // _prod(rest)
+    elif known and None not in out and _reshape_problem(x.shape, shape):
+        raise ValueError(_reshape_problem(x.shape, shape))
     return [tensor(x.dtype, tuple(out))]
 
 
 def _reshape_impl(x, *dynamic, shape):
     target = tuple(int(d) for d in dynamic[0]) if dynamic else shape
+    problem = _reshape_problem(np.shape(x), target)
+    if problem:       # shapes known only at run time: the same words as at trace time
+        raise InvalidArgumentError(problem)
     return np.reshape(x, target)
 
 
