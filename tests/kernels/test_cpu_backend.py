@@ -1,5 +1,6 @@
 """The numba backend: wiring, kernel cache, measured choice, whole-loop compilation, describe."""
 import os
+import pathlib
 import subprocess
 import sys
 import warnings
@@ -10,6 +11,7 @@ import pytest
 import graphc as gc
 from graphc.errors import InvalidArgumentError
 from graphc.kernels import cache, cpu, groups
+from graphc.kernels.stats import COUNTS
 from graphc.runtime.backends import get_backend
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -55,43 +57,88 @@ def test_new_batch_size_reuses_the_kernel_without_compiling(monkeypatch):
     np.testing.assert_allclose(y.numpy(), np.exp(2.0) - 1, rtol=1e-6)
 
 
-def test_kernel_below_the_size_threshold_is_not_compiled(monkeypatch):
+def test_kernel_below_the_size_threshold_is_not_compiled(monkeypatch, tmp_path):
     monkeypatch.setenv("GRAPHC_NUMBA_MIN_SIZE", "1000")
+    # a small group's kernel already on disk (another test may have built this one) is
+    # used at once, and one whose numpy rules cost COMPILE_AFTER is compiled: neither here
+    monkeypatch.setenv("GRAPHC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(groups, "COMPILE_AFTER", float("inf"))
     f = gc.function(lambda x: gc.sqrt(x * 3.0) + 1.0, backend="numba")
     x = np.arange(10, dtype=np.float32)
+    before = COUNTS.snapshot()
     np.testing.assert_allclose(f(x).numpy(), np.sqrt(x * 3) + 1, rtol=1e-6)
+    assert COUNTS.snapshot() == before, "a kernel ran below the size threshold"
     assert not _plan(f, x).groups[0].used
-    assert "not run yet" in cpu.describe(f.get_concrete_function(x).graph)
+    assert "not run yet (not in the disk cache" in cpu.describe(f.get_concrete_function(x).graph)
 
 
-def test_corrupt_module_file_is_rebuilt_and_result_stays_right(kernel_env):
+def _numba_cache_files(kernel):
+    """numba's cached machine code for one generated kernel module, wherever numba keeps it:
+    in `__pycache__` beside the module, or under NUMBA_CACHE_DIR when that is set."""
+    stem = pathlib.Path(cache._module_path(kernel.key)).stem
+    folder = pathlib.Path(kernel.serial._cache.cache_path)
+    return sorted(folder.glob(stem + ".*"))
+
+
+def _only_kernel(f, *args):
+    """The kernel of f's one fused group, which must have run it without a fallback."""
+    (runner,) = _plan(f, *args).groups
+    assert not runner.fallbacks, runner.fallbacks
+    (kernel,) = runner.used.values()
+    return kernel
+
+
+def _forget_loaded_kernels(kernel):
+    """As in a new process: the kernel module is imported again (numba reads its cache)."""
+    groups._KERNELS.clear()
+    sys.modules.pop("graphc_kernels_" + pathlib.Path(cache._module_path(kernel.key)).stem, None)
+
+
+def test_corrupt_module_file_is_rebuilt_and_result_stays_right(numba_forced):
     fn = lambda x: gc.cos(x * 1.25) * 3.0    # noqa: E731
     x = np.linspace(0, 1, 16, dtype=np.float32)
-    gc.function(fn, backend="numba")(x)
-    files = sorted((kernel_env / "kernels").glob("k_*.py"), key=os.path.getmtime)
-    target = files[-1]
+    f = gc.function(fn, backend="numba")
+    f(x)
+    kernel = _only_kernel(f, x)
+    target = pathlib.Path(cache._module_path(kernel.key))
+    compiled = _numba_cache_files(kernel)
+    assert target.is_file() and compiled, "numba cached no machine code for the kernel"
     target.write_text("this is not python (\n")
-    for name in os.listdir(kernel_env / "kernels" / "__pycache__"):
-        if name.startswith(target.stem + "."):
-            (kernel_env / "kernels" / "__pycache__" / name).write_bytes(b"garbage")
-    groups._KERNELS.clear()
+    for path in compiled:
+        path.write_bytes(b"garbage")
+    _forget_loaded_kernels(kernel)
     rebuilt = cache.STATS["rebuilt"]
-    got = gc.function(fn, backend="numba")(x)
+    f = gc.function(fn, backend="numba")
+    with numba_forced.expect(kernels=True):
+        got = f(x)
     assert cache.STATS["rebuilt"] == rebuilt + 1
     np.testing.assert_allclose(got.numpy(), np.cos(x * 1.25) * 3, rtol=1e-6)
     assert target.read_text().startswith("# graphc kernel")
+    assert _only_kernel(f, x).key == kernel.key
 
 
-def test_corrupt_numba_cache_is_never_a_crash(kernel_env):
+def test_corrupt_numba_cache_is_never_a_crash(numba_forced):
     fn = lambda x: gc.sin(x * 0.75) + x    # noqa: E731
     x = np.linspace(0, 1, 16, dtype=np.float32)
-    gc.function(fn, backend="numba")(x)
-    pyc = kernel_env / "kernels" / "__pycache__"
-    for name in os.listdir(pyc):
-        (pyc / name).write_bytes(b"\x00not a numba cache")
-    groups._KERNELS.clear()
+    f = gc.function(fn, backend="numba")
+    f(x)
+    kernel = _only_kernel(f, x)
+    compiled = _numba_cache_files(kernel)
+    assert compiled, "numba cached no machine code for the kernel"
+    garbage = b"\x00not a numba cache"
+    for path in compiled:
+        path.write_bytes(garbage)
+    _forget_loaded_kernels(kernel)
     got = gc.function(fn, backend="numba")(x)
     np.testing.assert_allclose(got.numpy(), np.sin(x * 0.75) + x, rtol=1e-6)
+    # this process may run the numpy rules; the corrupt files are not left for the next one
+    assert not any(p.exists() and p.read_bytes() == garbage for p in compiled)
+    _forget_loaded_kernels(kernel)
+    f = gc.function(fn, backend="numba")
+    with numba_forced.expect(kernels=True):
+        got = f(x)
+    np.testing.assert_allclose(got.numpy(), np.sin(x * 0.75) + x, rtol=1e-6)
+    assert _only_kernel(f, x).key == kernel.key
 
 
 def test_cache_dir_writable_by_others_is_not_trusted(tmp_path, monkeypatch):
@@ -140,7 +187,10 @@ def test_measured_choice_is_recorded_persisted_and_described(monkeypatch, kernel
     assert f"choice for {klass}: {decision['choice']}" in text
 
 
-def test_describe_lists_groups_sources_and_cache():
+def test_describe_lists_groups_sources_and_cache(monkeypatch):
+    # kernels are shared by every graph in the process, and a kernel's source names the
+    # lines of the graph that built it: start from none, so this graph builds its own
+    monkeypatch.setattr(groups, "_KERNELS", {})
     x = np.ones((4, 6), np.float32)
     f = gc.function(lambda v: gc.nn.softmax(v * 2.0), backend="numba")
     f(x)
