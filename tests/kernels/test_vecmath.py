@@ -321,12 +321,13 @@ def _sign_abs(f, i):
 
 
 def test_sign_and_abs_keep_integers_integer_and_match_numpy():
-    for f in (-2.5, -0.0, 0.0, 3.0, np.inf, -np.inf):
-        for i in (-7, 0, 9):
+    for f in (-2.5, -0.0, 0.0, 3.0, np.inf, -np.inf, np.nan):
+        for i in (-7, 0, 9, np.iinfo(np.int64).min):
             sf, af, si, ai = _sign_abs(f, i)
-            assert (sf, af) == (np.sign(f), abs(f)) and not np.signbit(sf) or f < 0
-            assert (si, ai) == (np.sign(i), abs(i)) and isinstance(si, int)
-    assert math.isnan(_sign_abs(np.nan, 1)[0])
+            # the same values as numpy's, signed zeros (sign(-0.0) is +0.0) and NaN included
+            np.testing.assert_equal((sf, af), (np.sign(np.float64(f)), np.abs(np.float64(f))))
+            np.testing.assert_equal((si, ai), (np.sign(np.int64(i)), np.abs(np.int64(i))))
+            assert type(sf) is type(af) is float and type(si) is type(ai) is int
 
 
 def test_python_call_runs_elementwise():
