@@ -42,6 +42,18 @@ class CompiledRuns:
         assert not kernels or self.kernels > 0, "no fused kernel ran"
         assert not loops or self.loops > 0, "no natively compiled loop ran"
 
+    @contextlib.contextmanager
+    def none(self, why):
+        """Assert that the block ran no compiled code, for a graph holding nothing that the
+        backend compiles (`why` says so): when it starts compiling something, the test is
+        to be updated to expect() it, not to go on passing without checking."""
+        from graphc.kernels.stats import COUNTS
+        k0, l0 = COUNTS.snapshot()
+        yield self
+        self.kernels, self.loops = COUNTS.kernel_calls - k0, COUNTS.loop_calls - l0
+        assert self.total == 0, (f"{self.kernels} kernel and {self.loops} compiled loop "
+                                 f"run(s) where none was expected ({why}): update the test")
+
 
 @pytest.fixture
 def numba_forced(monkeypatch):
