@@ -32,12 +32,13 @@ def _plan(f, *args):
     return f.get_concrete_function(*args).graph._numba_plan
 
 
-def test_numba_backend_is_registered_and_runs_eager_equal_results():
+def test_numba_backend_is_registered_and_runs_eager_equal_results(numba_forced):
     assert get_backend("numba").name == "numba"
     x = np.linspace(-2, 2, 50, dtype=np.float32)
     a, b = np.float32(1.5), np.float32(0.25)
     f = gc.function(chain, backend="numba")
-    got = f(x, a, b)
+    with numba_forced.expect(kernels=True):
+        got = f(x, a, b)
     eager = chain(gc.constant(x), gc.constant(a), gc.constant(b))
     assert got.dtype == gc.float32 and got.shape == (50,)
     np.testing.assert_allclose(got.numpy(), eager.numpy(), rtol=2e-6, atol=1e-7)
@@ -208,14 +209,19 @@ def test_debug_level_3_prints_kernel_source(monkeypatch, capsys):
     assert "// graphc kernel for group_0" in err and "abs(" in err and "test_cpu_backend.py:" in err
 
 
-def test_runtime_broadcast_with_unknown_dims_matches_numpy():
+def test_runtime_broadcast_with_unknown_dims_matches_numpy(numba_forced):
     f = gc.function(lambda a, b: gc.exp(a * b) + b, backend="numba",
                     input_signature=[gc.TensorSpec([None, None], gc.float32),
                                      gc.TensorSpec([None, None], gc.float32)])
+    rng = np.random.default_rng(0)
     for sa, sb in [((3, 4), (3, 4)), ((3, 4), (1, 4)), ((3, 1), (3, 4)), ((1, 1), (2, 5))]:
-        a = np.random.rand(*sa).astype(np.float32)
-        b = np.random.rand(*sb).astype(np.float32)
-        np.testing.assert_allclose(f(a, b).numpy(), np.exp(a * b) + b, rtol=1e-6)
+        a = rng.random(sa, dtype=np.float32)
+        b = rng.random(sb, dtype=np.float32)
+        with numba_forced.expect(kernels=True):
+            got = f(a, b)
+        np.testing.assert_allclose(got.numpy(), np.exp(a * b) + b, rtol=1e-6)
+    (runner,) = _plan(f, a, b).groups
+    assert runner.used and not runner.fallbacks, runner.fallbacks
 
 
 def test_op_error_at_run_time_names_the_op():
@@ -232,7 +238,7 @@ def _loop_report(f, *args):
     return _plan(f, *args).loops
 
 
-def test_scalar_while_loop_compiles_to_one_native_function():
+def test_scalar_while_loop_compiles_to_one_native_function(numba_forced):
     @gc.function(backend="numba")
     def f(n):
         s = gc.constant(0, gc.int32)
@@ -242,13 +248,14 @@ def test_scalar_while_loop_compiles_to_one_native_function():
             i += 1
         return s
     n = gc.constant(2000, gc.int32)
-    assert int(f(n)) == sum(i * i % 7 for i in range(2000))
+    with numba_forced.expect(loops=True):
+        assert int(f(n)) == sum(i * i % 7 for i in range(2000))
     ((op, runner, reason),) = _loop_report(f, n)
     assert runner is not None and reason is None and "while True:" in runner.source
     assert runner.fn is not None and runner.error is None
 
 
-def test_branchy_loop_over_a_tensor_compiles_and_agrees():
+def test_branchy_loop_over_a_tensor_compiles_and_agrees(numba_forced):
     def body(x):
         acc = gc.constant(0.0, gc.float32)
         for i in gc.range(20):
@@ -259,13 +266,15 @@ def test_branchy_loop_over_a_tensor_compiles_and_agrees():
         return acc
     x = np.random.default_rng(1).standard_normal(20).astype(np.float32)
     fast, ref = gc.function(body, backend="numba"), gc.function(body, backend="numpy")
-    np.testing.assert_allclose(float(fast(x)), float(ref(x)), rtol=1e-5)
-    np.testing.assert_allclose(float(fast(x)), np.sum(np.where(x > 0, x * x, -x)), rtol=1e-5)
+    with numba_forced.expect(loops=True):
+        got = float(fast(x))
+    np.testing.assert_allclose(got, float(ref(x)), rtol=1e-5)
+    np.testing.assert_allclose(got, np.sum(np.where(x > 0, x * x, -x)), rtol=1e-5)
     ((op, runner, reason),) = _loop_report(fast, x)
     assert runner is not None and "if " in runner.source
 
 
-def test_index_out_of_range_in_compiled_loop_raises_the_reference_error():
+def test_index_out_of_range_in_compiled_loop_raises_the_reference_error(numba_forced):
     @gc.function(backend="numba")
     def f(x, n):
         acc = gc.constant(0.0, gc.float32)
@@ -273,9 +282,11 @@ def test_index_out_of_range_in_compiled_loop_raises_the_reference_error():
             acc += x[i]
         return acc
     x = np.ones(4, np.float32)
-    assert float(f(x, gc.constant(4))) == 4.0
-    with pytest.raises((InvalidArgumentError, IndexError), match="index|out of"):
-        f(x, gc.constant(6))
+    with numba_forced.expect(loops=True):
+        assert float(f(x, gc.constant(4))) == 4.0
+    with numba_forced.expect(loops=True):       # the compiled loop runs, then raises
+        with pytest.raises((InvalidArgumentError, IndexError), match="index|out of"):
+            f(x, gc.constant(6))
 
 
 def test_loop_with_unknown_shape_state_falls_back_with_reason():
@@ -323,7 +334,7 @@ def test_identical_groups_share_one_cache_entry():
     np.testing.assert_allclose(out[1].numpy(), np.exp(3.0) + 1, rtol=1e-6)
 
 
-def test_top_level_scalar_cond_is_lowered_and_agrees():
+def test_top_level_scalar_cond_is_lowered_and_agrees(numba_forced):
     def f(x):
         if x > 0:
             y = x * 2.0 + 1.0
@@ -333,7 +344,9 @@ def test_top_level_scalar_cond_is_lowered_and_agrees():
     fast, ref = gc.function(f, backend="numba"), gc.function(f, backend="numpy")
     for v in (3.0, -2.5, 0.0):
         x = gc.constant(v)
-        assert float(fast(x)) == float(ref(x)) == (v * 2 + 1 if v > 0 else -v)
+        with numba_forced.expect(loops=True):
+            got = float(fast(x))
+        assert got == float(ref(x)) == (v * 2 + 1 if v > 0 else -v)
     ((op, runner, reason),) = _loop_report(fast, gc.constant(1.0))
     assert op.type == "cond" and runner is not None and runner.fn is not None
 
