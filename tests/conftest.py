@@ -1,5 +1,7 @@
+import atexit
 import contextlib
 import os
+import shutil
 import tempfile
 
 # Every trace in the test suite is checked by verify(graph).
@@ -7,7 +9,10 @@ os.environ.setdefault("GRAPHC_VERIFY", "1")
 # The suite never reads or writes the user's kernel cache: one private directory per run
 # (tests that need a cache of their own still set GRAPHC_CACHE_DIR themselves).
 _PRIVATE_CACHE = tempfile.mkdtemp(prefix="graphc-test-cache-")
+atexit.register(shutil.rmtree, _PRIVATE_CACHE, ignore_errors=True)
 os.environ["GRAPHC_CACHE_DIR"] = _PRIVATE_CACHE
+# numba's cache for generated kernels then stays beside them (numba's own __pycache__ in
+# the private directory), never in the user's NUMBA_CACHE_DIR
 os.environ.pop("NUMBA_CACHE_DIR", None)
 import pytest
 

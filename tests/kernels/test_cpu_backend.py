@@ -154,6 +154,7 @@ def test_cache_dir_writable_by_others_is_not_trusted(tmp_path, monkeypatch):
     assert any("writable by others" in str(m.message) and str(bad) in str(m.message)
                for m in w)
     assert not (os.stat(used).st_mode & 0o077)
+    os.rmdir(used)                    # the fallback directory the test made (still empty)
     monkeypatch.undo()
     assert cache.cache_dir() == os.environ["GRAPHC_CACHE_DIR"]
 
