@@ -1,5 +1,7 @@
+import atexit
 import contextlib
 import os
+import shutil
 import tempfile
 
 # Every trace in the test suite is checked by verify(graph).
@@ -7,7 +9,10 @@ os.environ.setdefault("GRAPHC_VERIFY", "1")
 # The suite never reads or writes the user's kernel cache: one private directory per run
 # (tests that need a cache of their own still set GRAPHC_CACHE_DIR themselves).
 _PRIVATE_CACHE = tempfile.mkdtemp(prefix="graphc-test-cache-")
+atexit.register(shutil.rmtree, _PRIVATE_CACHE, ignore_errors=True)
 os.environ["GRAPHC_CACHE_DIR"] = _PRIVATE_CACHE
+# numba's cache for generated kernels then stays beside them (numba's own __pycache__ in
+# the private directory), never in the user's NUMBA_CACHE_DIR
 os.environ.pop("NUMBA_CACHE_DIR", None)
 import pytest
 
@@ -41,6 +46,18 @@ class CompiledRuns:
         assert self.total > 0, "no numba-compiled kernel or loop ran: the check is not honest"
         assert not kernels or self.kernels > 0, "no fused kernel ran"
         assert not loops or self.loops > 0, "no natively compiled loop ran"
+
+    @contextlib.contextmanager
+    def none(self, why):
+        """Assert that the block ran no compiled code, for a graph holding nothing that the
+        backend compiles (`why` says so): when it starts compiling something, the test is
+        to be updated to expect() it, not to go on passing without checking."""
+        from graphc.kernels.stats import COUNTS
+        k0, l0 = COUNTS.snapshot()
+        yield self
+        self.kernels, self.loops = COUNTS.kernel_calls - k0, COUNTS.loop_calls - l0
+        assert self.total == 0, (f"{self.kernels} kernel and {self.loops} compiled loop "
+                                 f"run(s) where none was expected ({why}): update the test")
 
 
 @pytest.fixture

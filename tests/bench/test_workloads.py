@@ -1,11 +1,12 @@
 """The workloads compute what they claim (vs numpy/Python), eagerly and compiled; the runner's
 pieces (agreement check, timing, peers, formatting) behave."""
+import contextlib
 import io
 import time
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import graphc as gc
 from graphc.bench import WORKLOADS, BenchReport, backend_status, report
@@ -18,10 +19,23 @@ BACKENDS = [b for b, why in backend_status().items() if why is None]
 MODES = ["eager"] + BACKENDS
 
 
-def run_mode(fn, args, mode):
+def run_mode(fn, args, mode, forced=None, nothing_compiled=None):
+    """fn eagerly or compiled for `mode`; on numba (with kernels forced: `forced` is the
+    numba_forced fixture) the run must enter compiled code, or none if `nothing_compiled`
+    says why the graph holds nothing the backend compiles."""
     if mode == "eager":
         return fn(*args)
-    return gc.function(fn, backend=mode)(*args)
+    f = gc.function(fn, backend=mode)
+    if mode != "numba":
+        return f(*args)
+    with forced.none(nothing_compiled) if nothing_compiled else forced.expect():
+        return f(*args)
+
+
+@pytest.fixture
+def forced(request, mode):
+    """numba_forced for the numba mode (the tests' tiny shapes would run numpy rules)."""
+    return request.getfixturevalue("numba_forced") if mode == "numba" else None
 
 
 def chain_np(x):
@@ -44,43 +58,45 @@ shapes = st.tuples(st.integers(1, 6), st.integers(1, 9))
 
 
 @pytest.mark.parametrize("mode", MODES)
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(shape=shapes, seed=st.integers(0, 1000))
-def test_row_workloads_match_numpy(mode, shape, seed):
+def test_row_workloads_match_numpy(mode, forced, shape, seed):
     rng = np.random.default_rng(seed)
     x = rng.uniform(-3, 3, shape).astype(np.float32)
     gamma = rng.uniform(0.5, 1.5, shape[1]).astype(np.float32)
     beta = rng.uniform(-1, 1, shape[1]).astype(np.float32)
-    got = run_mode(W.elementwise_chain, [gc.constant(x)], mode)
+    got = run_mode(W.elementwise_chain, [gc.constant(x)], mode, forced)
     np.testing.assert_allclose(got.numpy(), chain_np(x), rtol=1e-5, atol=1e-6)
-    got = run_mode(W.row_softmax, [gc.constant(x)], mode)
+    got = run_mode(W.row_softmax, [gc.constant(x)], mode, forced)
     np.testing.assert_allclose(got.numpy(), softmax_np(x), rtol=1e-5, atol=1e-7)
-    got = run_mode(W.layernorm, [gc.constant(a) for a in (x, gamma, beta)], mode)
+    got = run_mode(W.layernorm, [gc.constant(a) for a in (x, gamma, beta)], mode, forced)
     np.testing.assert_allclose(got.numpy(), layernorm_np(x, gamma, beta), rtol=1e-4,
                                atol=1e-4)
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("n", [0, 1, 7, 60])
-def test_scalar_loop_matches_python(mode, n):
+def test_scalar_loop_matches_python(mode, forced, n):
     want = sum(i * i % 7 for i in range(n))
     fn, _ = W.loop_form(W.scalar_loop, W.scalar_loop_functional, np.int32(10))
     for f in {fn, W.scalar_loop_functional}:
-        got = run_mode(f, [gc.constant(np.int32(n))], mode)
+        got = run_mode(f, [gc.constant(np.int32(n))], mode, forced)
         assert got.dtype == gc.int32 and int(got) == want
     assert int(W.scalar_loop(gc.constant(n))) == want       # the Python form, eagerly
 
 
 @pytest.mark.parametrize("mode", MODES)
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(values=st.lists(st.floats(-4, 4, width=32), min_size=1, max_size=12))
-def test_branchy_loop_matches_numpy(mode, values):
+def test_branchy_loop_matches_numpy(mode, forced, values):
     x = np.array(values, np.float32)
     want = np.where(x > 0, x.astype(np.float64) ** 2, -x.astype(np.float64)).sum()
     fn, _ = W.loop_form(W.branchy_loop, W.branchy_loop_functional,
                         np.array([2.0, -1.0, 0.5], np.float32))
     for f in {fn, W.branchy_loop_functional}:
-        got = run_mode(f, [gc.constant(x)], mode)
+        got = run_mode(f, [gc.constant(x)], mode, forced)
         assert got.dtype == gc.float32
         assert float(got) == pytest.approx(want, rel=1e-5, abs=1e-5)
     assert float(W.branchy_loop(gc.constant(x))) == pytest.approx(want, rel=1e-5, abs=1e-5)
@@ -103,22 +119,23 @@ def mlp_step_np(init, x, labels, lr):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_mlp_train_step_matches_numpy(mode):
+def test_mlp_train_step_matches_numpy(mode, forced):
     reason = WORKLOADS["mlp_train_step"].requires()
     if reason:
         pytest.skip(reason)
     sizes = {"in": 12, "hidden": 7, "out": 4, "batch": 5}
     case = WORKLOADS["mlp_train_step"].build(sizes, seed=3)
     want = mlp_step_np(case.init, *case.arrays, W.MLP_LEARNING_RATE)
-    loss = run_mode(case.fn, case.args, mode)
+    loss = run_mode(case.fn, case.args, mode, forced)
     got = [loss.numpy()] + [v.numpy() for v in case.state]
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-6)
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_dispatch_adds(mode):
-    got = run_mode(W.scalar_add, [gc.constant(np.float32(1.25)), gc.constant(2.5)], mode)
+def test_dispatch_adds(mode, forced):
+    got = run_mode(W.scalar_add, [gc.constant(np.float32(1.25)), gc.constant(2.5)], mode,
+                   forced, nothing_compiled="one add: no group of ops to fuse")
     assert got.dtype == gc.float32 and float(got) == 3.75
 
 
@@ -130,10 +147,17 @@ TINY = {"elementwise": {"n": 100}, "softmax": {"rows": 3, "cols": 5},
 
 
 @pytest.mark.parametrize("name", list(WORKLOADS))
-def test_every_mode_and_hand_kernel_agree_on_tiny_sizes(name):
+def test_every_mode_and_hand_kernel_agree_on_tiny_sizes(name, request):
     assert set(TINY) == set(WORKLOADS)
     workload = WORKLOADS[name]
-    result = run_workload(workload, TINY[name], BACKENDS, [NumbaHand], 0.001, out=io.StringIO())
+    compiled = contextlib.nullcontext()
+    if "numba" in BACKENDS and not workload.requires():   # its numba mode runs compiled code
+        forced = request.getfixturevalue("numba_forced")
+        compiled = forced.none("one add: no group of ops to fuse") if name == "dispatch" \
+            else forced.expect()
+    with compiled:
+        result = run_workload(workload, TINY[name], BACKENDS, [NumbaHand], 0.001,
+                              out=io.StringIO())
     if result.skipped:
         assert workload.requires() == result.skipped
         return

@@ -1,7 +1,8 @@
 """The same gradient checks compiled for the numba backend (forward and backward fused
-into one graph): elementwise chains, reductions, matmul, cond, while and TensorArray loops."""
-import os
-
+into one graph): elementwise chains, reductions, matmul, cond, while and TensorArray loops,
+with kernels forced (the tiny shapes would otherwise run numpy rules), asserting that the
+compiled code each case is expected to hold really ran (or, where the graph holds nothing
+the backend compiles, that none did)."""
 import numpy as np
 import pytest
 
@@ -9,26 +10,6 @@ import graphc as gc
 from grad_check import check_gradients
 
 X = np.array([0.3, -1.2, 0.7])
-
-
-@pytest.fixture(autouse=True, scope="module")
-def fused_kernels_even_for_small_shapes(tmp_path_factory):
-    """Force the numba backend to compile its fused kernels (it would otherwise run tiny
-    test shapes with numpy), with a kernel cache private to this module."""
-    try:
-        gc.function(lambda x: x + 1, backend="numba")(gc.constant(1.0))
-    except ValueError as e:
-        pytest.skip(f"numba backend unavailable: {e}")
-    keys = ("GRAPHC_CACHE_DIR", "GRAPHC_NUMBA_MIN_SIZE", "GRAPHC_KERNEL_CHOICE")
-    saved = {k: os.environ.get(k) for k in keys}
-    os.environ.update(GRAPHC_CACHE_DIR=str(tmp_path_factory.mktemp("kernels")),
-                      GRAPHC_NUMBA_MIN_SIZE="0", GRAPHC_KERNEL_CHOICE="kernel")
-    yield
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
 
 
 CASES = {
@@ -47,10 +28,35 @@ CASES = {
 }
 
 
+# What each case's traced gradient graph runs compiled, with kernels forced (tests/conftest.py
+# numba_forced): "kernels" (fused groups), "loops" (whole while/cond compiled), or why nothing.
+COMPILED = {
+    "softmax_of_square": "kernels",
+    "gelu_chain": "kernels",
+    "reductions": "kernels",
+    "matmul_tb": "no fused group (matmuls and transposes run BLAS through their numpy "
+                 "rules) and no loop",
+    "mlp_loss": "kernels",
+    "cond": "loops",   # the scalar-predicate cond and its gradient cond are lowered whole
+    "rnn_loop": "kernels",   # the gradient loops keep stacks (lists): interpreted
+    "tensorarray_loop": "no fused group, and the loops hold TensorArray lists: interpreted",
+}
+
+
+def _check(name, numba_forced, run):
+    what = COMPILED[name]
+    if what in ("kernels", "loops"):
+        with numba_forced.expect(kernels=what == "kernels", loops=what == "loops"):
+            run()
+    else:
+        with numba_forced.none(what):
+            run()
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_ops_and_cond(name):
+def test_ops_and_cond(name, numba_forced):
     fn, args = CASES[name]
-    check_gradients(fn, args, backend="numba")
+    _check(name, numba_forced, lambda: check_gradients(fn, args, backend="numba"))
 
 
 def rnn_loop(x, n):
@@ -70,5 +76,6 @@ def tensorarray_loop(x, n):
 
 @pytest.mark.parametrize("fn", [rnn_loop, tensorarray_loop], ids=lambda f: f.__name__)
 @pytest.mark.parametrize("n", [1, 4])
-def test_loops(fn, n):
-    check_gradients(fn, [X], extra=(n,), backend="numba")
+def test_loops(fn, n, numba_forced):
+    _check(fn.__name__, numba_forced,
+           lambda: check_gradients(fn, [X], extra=(n,), backend="numba"))

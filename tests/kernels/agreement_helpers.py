@@ -2,6 +2,7 @@
 import numpy as np
 
 import graphc as gc
+from graphc.kernels.stats import COUNTS
 
 TOL = {"float32": dict(rtol=2e-5, atol=1e-6), "float64": dict(rtol=1e-12, atol=1e-14)}
 
@@ -11,11 +12,14 @@ def agree(fn, *arrays):
     tensors = [gc.constant(a) for a in arrays]
     ref = flat(gc.function(fn, backend="numpy")(*tensors))
     fast = gc.function(fn, backend="numba")
+    before = COUNTS.kernel_calls
     got = flat(fast(*tensors))
+    ran = COUNTS.kernel_calls - before
     plan = fast.get_concrete_function(*tensors).graph._numba_plan
     assert plan.groups, "nothing was fused: the harness would not test any kernel"
     for runner in plan.groups:     # every group really ran its compiled kernel
         assert runner.used and not runner.fallbacks, runner.fallbacks
+    assert ran >= len(plan.groups), f"{ran} kernel runs for {len(plan.groups)} groups"
     assert_same(got, ref, flat(fn(*tensors)))
     return got
 

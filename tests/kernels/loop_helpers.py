@@ -6,6 +6,7 @@ from hypothesis import HealthCheck, settings
 
 import graphc as gc
 from graphc.kernels import cpu
+from graphc.kernels.stats import COUNTS
 from agreement_helpers import assert_same, flat  # noqa: F401 - flat is used by the tests
 
 FEW = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -22,7 +23,9 @@ def agree(fn, *arrays):
     Returns the numba results as numpy arrays and the plan's loop report."""
     args = [gc.constant(a) for a in arrays]
     fast = gc.function(fn, backend="numba")
+    before = COUNTS.loop_calls
     got = flat(fast(*args))
+    ran = COUNTS.loop_calls - before
     ref = flat(gc.function(fn, backend="numpy")(*args))
     eager = flat(fn(*args))
     report = loops_of(fast, args)
@@ -30,6 +33,7 @@ def agree(fn, *arrays):
     for op, runner, reason in report:
         assert runner is not None, reason
         assert runner.fn is not None and runner.error is None, runner.error
+    assert ran >= len(report), f"{ran} compiled loop runs for {len(report)} loops"
     assert_same(got, ref, eager, TOL)
     return [g.numpy() for g in got], report
 
@@ -38,7 +42,10 @@ def fallback_reason(fn, *arrays):
     """fn agrees on numba and numpy, and its one loop was NOT compiled: the reason."""
     args = [gc.constant(a) for a in arrays]
     fast = gc.function(fn, backend="numba")
-    for g, r in zip(flat(fast(*args)), flat(gc.function(fn, backend="numpy")(*args))):
+    before = COUNTS.loop_calls
+    got = flat(fast(*args))
+    assert COUNTS.loop_calls == before, "a compiled loop ran"
+    for g, r in zip(got, flat(gc.function(fn, backend="numpy")(*args)), strict=True):
         np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-6)
     ((op, runner, reason),) = loops_of(fast, args)
     assert runner is None and reason

@@ -8,6 +8,7 @@ import graphc as gc
 from graphc.kernels import codegen, groups, output_pool
 from graphc.kernels.codegen_columns import BLOCK
 from graphc.kernels.cpu import compile_plan
+from graphc.kernels.stats import COUNTS
 from agreement_helpers import agree
 
 pytestmark = pytest.mark.usefixtures("kernel_env")  # tests/kernels/conftest.py
@@ -74,9 +75,9 @@ def test_row_reductions_keep_the_row_layout():
 
 
 # -- the compile tier for small groups -------------------------------------------------------
-def _small_runner(monkeypatch, compile_after):
+def _small_runner(monkeypatch, tmp_path, compile_after):
     monkeypatch.setenv("GRAPHC_NUMBA_MIN_SIZE", str(1 << 20))   # every test shape is small
-    monkeypatch.setenv("GRAPHC_CACHE_DIR", str(pytest.importorskip("tempfile").mkdtemp()))
+    monkeypatch.setenv("GRAPHC_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(groups, "COMPILE_AFTER", compile_after)
     groups._KERNELS.clear()          # kernels loaded from another test's cache directory
     fn = gc.function(lambda a: gc.reduce_sum(gc.exp(a) * 0.5 + a, axis=1), backend="numba")
@@ -84,29 +85,33 @@ def _small_runner(monkeypatch, compile_after):
     return fn, x, lambda: compile_plan(fn.get_concrete_function(x).graph).groups[0]
 
 
-def test_small_group_runs_numpy_rules_until_it_has_cost_compile_after(monkeypatch):
-    fn, x, runner = _small_runner(monkeypatch, compile_after=10.0)
+def test_small_group_runs_numpy_rules_until_it_has_cost_compile_after(monkeypatch, tmp_path):
+    fn, x, runner = _small_runner(monkeypatch, tmp_path, compile_after=float("inf"))
+    before = COUNTS.kernel_calls
     for _ in range(3):
         fn(x)
-    assert not runner().used                              # still the numpy rules
+    assert not runner().used and COUNTS.kernel_calls == before   # still the numpy rules
     monkeypatch.setattr(groups, "COMPILE_AFTER", 0.0)
     fn(x)                                                 # this call's time crosses it
     got = fn(x)
     assert runner().used, "the group never got its kernel"
+    assert COUNTS.kernel_calls > before
     want = (np.exp(x) * np.float32(0.5) + x).sum(axis=1)
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
 
 
-def test_small_group_whose_kernel_is_on_disk_uses_it_at_once(monkeypatch):
-    fn, x, runner = _small_runner(monkeypatch, compile_after=0.0)
+def test_small_group_whose_kernel_is_on_disk_uses_it_at_once(monkeypatch, tmp_path):
+    fn, x, runner = _small_runner(monkeypatch, tmp_path, compile_after=0.0)
     fn(x)
     fn(x)
     assert runner().used
     groups._KERNELS.clear()                               # as in a new process
-    monkeypatch.setattr(groups, "COMPILE_AFTER", 10.0)
+    monkeypatch.setattr(groups, "COMPILE_AFTER", float("inf"))
     fn2 = gc.function(lambda a: gc.reduce_sum(gc.exp(a) * 0.5 + a, axis=1), backend="numba")
+    before = COUNTS.kernel_calls
     fn2(x)
     assert compile_plan(fn2.get_concrete_function(x).graph).groups[0].used
+    assert COUNTS.kernel_calls > before
 
 
 # -- in-place variable updates -------------------------------------------------------------

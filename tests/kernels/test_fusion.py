@@ -1,4 +1,5 @@
-"""Fusion decisions and generated kernel source (no kernel is compiled in this file)."""
+"""Fusion decisions and generated kernel source; the few tests that also run the numba
+backend force kernels (numba_forced) and assert that every group ran its kernel."""
 import numpy as np
 import pytest
 
@@ -6,6 +7,7 @@ import graphc as gc
 from graphc.kernels import codegen
 from graphc.kernels.fusion import fuse
 from graphc.runtime.passes import optimize
+from agreement_helpers import agree
 
 
 def _graph(fn, *specs):
@@ -70,7 +72,7 @@ def test_dropped_axis_reduction_is_not_consumed_inside_its_group():
                 assert id(v) not in internal or len(v.type.shape) == grp.rank
 
 
-def test_path_through_an_unfused_op_prevents_a_cycle():
+def test_path_through_an_unfused_op_prevents_a_cycle(numba_forced):
     # y feeds matmul (not fusible) and the final add; the add may not join y's group
     def f(x, w):
         y = gc.exp(x * 2.0)
@@ -85,13 +87,13 @@ def test_path_through_an_unfused_op_prevents_a_cycle():
             for v in op.inputs:
                 assert id(v) in seen or id(v) in produced or v in g.all_inputs
         seen |= produced
-    x, w = np.ones((4, 4), np.float32), np.eye(4, dtype=np.float32)
-    ref = gc.function(f, backend="numpy")(x, w)
-    got = gc.function(f, backend="numba")(x, w)
-    np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=1e-6)
+    x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(4, 4)
+    w = np.linspace(0, 2, 16, dtype=np.float32).reshape(4, 4)
+    with numba_forced.expect(kernels=True):
+        agree(f, x, w)          # eager, numpy and numba; every numba group ran its kernel
 
 
-def test_effectful_ops_keep_their_order():
+def test_effectful_ops_keep_their_order(numba_forced):
     v = gc.Variable(np.zeros(3, np.float32))
 
     def f(x):
@@ -100,8 +102,12 @@ def test_effectful_ops_keep_their_order():
         b = v.read_value() + a * a
         return b
     x = np.arange(3, dtype=np.float32)
-    got = gc.function(f, backend="numba")(x)
+    fast = gc.function(f, backend="numba")
+    with numba_forced.expect(kernels=True):
+        got = fast(x)
     np.testing.assert_allclose(got.numpy(), 2 * x + 4 * x * x)
+    runners = fast.get_concrete_function(x).graph._numba_plan.groups
+    assert runners and all(r.used and not r.fallbacks for r in runners)
     np.testing.assert_allclose(v.numpy(), 2 * x)
 
 
@@ -186,17 +192,16 @@ def test_vector_width_hint_sits_at_the_top_and_inside_the_outer_loop(monkeypatch
     assert par + 1 in hints and loop + 1 in hints       # function top; prange loop body
 
 
-def test_kernels_use_512_bit_vectors_on_avx512_cpus(tmp_path, monkeypatch):
+def test_kernels_use_512_bit_vectors_on_avx512_cpus(tmp_path, monkeypatch, numba_forced):
     import llvmlite.binding as llb
     if "+avx512f" not in llb.get_host_cpu_features().flatten().split(","):
         pytest.skip("this CPU has no AVX-512F")
-    from graphc.kernels import groups
     monkeypatch.setenv("GRAPHC_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv("GRAPHC_KERNEL_CHOICE", "kernel")
-    monkeypatch.setattr(groups, "MIN_SIZE", 0)
     x = np.linspace(-3, 3, 64, dtype=np.float32).reshape(8, 8)
     fn = gc.function(_chain, backend="numba")
-    np.testing.assert_allclose(fn(x).numpy(), _chain(gc.constant(x)).numpy(), rtol=2e-6,
+    with numba_forced.expect(kernels=True):
+        got = fn(x)
+    np.testing.assert_allclose(got.numpy(), _chain(gc.constant(x)).numpy(), rtol=2e-6,
                                atol=1e-6)     # a*x + b as one FMA in the kernel
     (kern,) = [k for r in fn.get_concrete_function(x).graph._numba_plan.groups
                for k in r.used.values()]

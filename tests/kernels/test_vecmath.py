@@ -163,14 +163,16 @@ def test_pow_special_cases_match_c99(dtype):
 
 # sign of zero results: odd functions keep -0.0
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("name,at_minus_zero", [
-    ("exp", 1.0), ("log", -np.inf), ("log1p", -0.0), ("tanh", -0.0), ("sigmoid", 0.5),
-    ("sin", -0.0), ("cos", 1.0), ("tan", -0.0), ("erf", -0.0), ("fast_sin", -0.0),
-    ("fast_cos", 1.0), ("fast_tan", -0.0)])
-def test_signed_zero(name, at_minus_zero, dtype):
+@pytest.mark.parametrize("name,at_minus_zero,at_plus_zero", [
+    ("exp", 1.0, 1.0), ("log", -np.inf, -np.inf), ("log1p", -0.0, 0.0), ("tanh", -0.0, 0.0),
+    ("sigmoid", 0.5, 0.5), ("sin", -0.0, 0.0), ("cos", 1.0, 1.0), ("tan", -0.0, 0.0),
+    ("erf", -0.0, 0.0), ("fast_sin", -0.0, 0.0), ("fast_cos", 1.0, 1.0),
+    ("fast_tan", -0.0, 0.0)])
+def test_signed_zero(name, at_minus_zero, at_plus_zero, dtype):
     got = apply(name, np.array([-0.0, 0.0], dtype))
-    assert got[0] == at_minus_zero and np.signbit(got[0]) == np.signbit(at_minus_zero)
-    assert not np.signbit(got[1]) or name == "log"
+    want = np.array([at_minus_zero, at_plus_zero], dtype)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -321,12 +323,13 @@ def _sign_abs(f, i):
 
 
 def test_sign_and_abs_keep_integers_integer_and_match_numpy():
-    for f in (-2.5, -0.0, 0.0, 3.0, np.inf, -np.inf):
-        for i in (-7, 0, 9):
+    for f in (-2.5, -0.0, 0.0, 3.0, np.inf, -np.inf, np.nan):
+        for i in (-7, 0, 9, np.iinfo(np.int64).min):
             sf, af, si, ai = _sign_abs(f, i)
-            assert (sf, af) == (np.sign(f), abs(f)) and not np.signbit(sf) or f < 0
-            assert (si, ai) == (np.sign(i), abs(i)) and isinstance(si, int)
-    assert math.isnan(_sign_abs(np.nan, 1)[0])
+            # the same values as numpy's, signed zeros (sign(-0.0) is +0.0) and NaN included
+            np.testing.assert_equal((sf, af), (np.sign(np.float64(f)), np.abs(np.float64(f))))
+            np.testing.assert_equal((si, ai), (np.sign(np.int64(i)), np.abs(np.int64(i))))
+            assert type(sf) is type(af) is float and type(si) is type(ai) is int
 
 
 def test_python_call_runs_elementwise():
