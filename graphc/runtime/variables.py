@@ -4,6 +4,7 @@ import sys
 import numpy as np
 
 from .. import dtypes as _dt
+from ..errors import InvalidArgumentError
 from . import context
 from .dispatch import bind, constant, resolve
 from .registry import register, STATE
@@ -32,8 +33,19 @@ def _assign_infer(name):
     return infer
 
 
+def _check_shape(op, var, value):
+    """A Variable's shape never changes: a value of another shape (possible when the trace
+    had a None dim) is an error, never reshaped or broadcast into it (as TF)."""
+    if np.shape(value) != var._value.shape:
+        raise InvalidArgumentError(
+            f"{op}: variable '{var._name}' has shape {list(var._value.shape)} but the value "
+            f"has shape {list(np.shape(value))}; a Variable's shape never changes. Fix: give "
+            "a value of the variable's shape, or make a new gc.Variable for the new shape.")
+
+
 def _assign(var, value):
-    var._value = np.array(value, dtype=var._value.dtype, copy=True).reshape(var._value.shape)
+    _check_shape("assign", var, value)
+    var._value = np.array(value, dtype=var._value.dtype, copy=True)
 
 
 # The variable's array is updated in place only when nothing else refers to it: no tensor
@@ -42,7 +54,8 @@ def _assign(var, value):
 _SOLE_OWNER_REFS = sys.getrefcount(np.zeros(1)) + 2   # argument + var._value + local name
 
 
-def _update(var, value, ufunc):
+def _update(var, value, ufunc, op):
+    _check_shape(op, var, value)
     a = var._value
     if (sys.getrefcount(a) <= _SOLE_OWNER_REFS and type(a) is np.ndarray
             and a.flags.writeable and a.flags.owndata):
@@ -62,11 +75,11 @@ def owned_value(var):
 
 
 def _assign_add(var, value):
-    _update(var, value, np.add)
+    _update(var, value, np.add, "assign_add")
 
 
 def _assign_sub(var, value):
-    _update(var, value, np.subtract)
+    _update(var, value, np.subtract, "assign_sub")
 
 
 register("read_variable", _read_infer, lambda var: var._value, kind=STATE, effectful=True)
