@@ -83,6 +83,9 @@ def _update(kind, acc, v, cast, floating):
     return [f"{acc} = {acc} | {v}"]
 
 
+_INT_CHECKED = {"pow": "ipow", "floordiv": "ifloordiv", "mod": "imod"}
+
+
 def statement(op, args, fast=False):
     """`op`'s scalar template applied to argument expressions, cast to its output dtype
     (`fast`: trig ops call their reduced-range variant)."""
@@ -94,8 +97,8 @@ def statement(op, args, fast=False):
     if fast and op.type in TRIG:
         expr = "fast_" + expr
     out = op.outputs[0].type.dtype
-    if op.type == "pow" and out.is_integer:
-        expr = f"ipow({args[0]}, {args[1]})"    # raises on a negative exponent, as numpy
+    if op.type in _INT_CHECKED and out.is_integer:   # raise where numpy does (not 0)
+        expr = f"{_INT_CHECKED[op.type]}({args[0]}, {args[1]})"
     if out.name == "bool":
         return expr          # comparisons, logic and cast-to-bool already give a bool
     return f"{np_name(out)}({expr})"

@@ -62,10 +62,10 @@ def _bcast(shapes):
 
 
 def raises_on_integers(op):
-    """Integer `pow` raises for a negative exponent (numpy and TF alike). A fused kernel
-    cannot report that (numba returns 0 or INT_MIN, and a raise inside prange is not
-    supported), so it keeps its numpy rule and the located reference error comes out."""
-    return op.type == "pow" and op.outputs[0].type.dtype.is_integer
+    """Integer `pow` (negative exponent), `floordiv` and `mod` (zero divisor) raise, as in
+    numpy and TF. A fused kernel cannot report that (numba returns 0, and a raise inside
+    prange is not supported), so they keep their numpy rule and its located error."""
+    return op.type in ("pow", "floordiv", "mod") and op.outputs[0].type.dtype.is_integer
 
 
 def is_fusible_elementwise(op):

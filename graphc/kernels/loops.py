@@ -234,7 +234,7 @@ class LoopRunner:
         try:
             COUNTS.loop_calls += 1
             return self.fast(*arrays)
-        except (IndexError, ArithmeticError):   # an index or an integer power numpy rejects
+        except (IndexError, ArithmeticError):   # an index, an integer power or divisor numpy rejects
             return self.fallback(*arrays)   # the interpreter raises the reference error
         except Exception as e:  # noqa: BLE001 - typing/compile failure: interpret from now on
             self.error = f"loop kernel failed to compile: {type(e).__name__}: {e}"

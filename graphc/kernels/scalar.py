@@ -101,6 +101,21 @@ def ipow(a, b):
     return a ** b
 
 
+@njit(**_INLINE)
+def ifloordiv(a, b):
+    # error_model='numpy' gives 0; compiled loops catch this and rerun interpreted
+    if b == 0:
+        raise ZeroDivisionError("integer division by zero")
+    return a // b
+
+
+@njit(**_INLINE)
+def imod(a, b):
+    if b == 0:
+        raise ZeroDivisionError("integer division by zero")
+    return a % b
+
+
 # Without vecmath the "fast" variants are the plain ones and never ask for a redo.
 fast_sin, fast_cos, fast_tan = sin, cos, tan
 
@@ -131,5 +146,5 @@ VECMATH_USED = _use_vecmath()
 
 __all__ = ["max", "min", "fmaximum", "fminimum", "prefer_vector_width", "sign", "floor",
            "ceil", "rint", "sqrt", "exp", "log", "log1p", "sin", "cos", "tan", "tanh", "erf",
-           "ipow", "fast_sin", "fast_cos", "fast_tan", "fast_trig_miss",
+           "ipow", "ifloordiv", "imod", "fast_sin", "fast_cos", "fast_tan", "fast_trig_miss",
            "bool_", "float32", "float64", "int32", "int64"]

@@ -8,7 +8,7 @@ passed through an inner op (a body's op inside a `while`) keeps that inner locat
 """
 import numpy as np
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, ResourceExhaustedError
 from .context import format_location
 
 # (op types, words in the message) -> how to fix it
@@ -27,6 +27,9 @@ _FIXES = [
     (("pow",), ("negative",),
      "Fix: raise integers only to non-negative powers, or cast to a float dtype first "
      "(gc.cast(x, gc.float32))."),
+    (("floordiv", "mod"), ("division by zero",),
+     "Fix: keep integer divisors non-zero (e.g. gc.where(d == 0, 1, d)), or divide in a "
+     "float dtype, where x / 0 gives inf or nan."),
 ]
 
 
@@ -56,6 +59,11 @@ def _fix(op, text):
     return ""
 
 
+def out_of_memory(op_type, results):
+    return (f"{op_type}: out of memory making its result ({', '.join(results)}). Fix: check "
+            "the shape (a wrong dimension?), or work on smaller batches")
+
+
 def is_located(e):
     return getattr(e, "_graphc_located", False)
 
@@ -68,11 +76,14 @@ def located(op, e, values=None):
         return None
     if isinstance(e, InvalidArgumentError):
         text = str(e)
+    elif isinstance(e, MemoryError):
+        text = out_of_memory(op.type, [str(v.type) for v in op.outputs])
     else:
         text = f"{op.type} failed at run time: {type(e).__name__}: {e}"
     text = text.rstrip(". ") + "." + _fix(op, text)
     where = f" at {format_location(op.loc)}" if op.loc else " (made by graphc, no user line)"
-    new = InvalidArgumentError(f"{text} (op {op.type} '{op.name}' on "
+    cls = ResourceExhaustedError if isinstance(e, MemoryError) else InvalidArgumentError
+    new = cls(f"{text} (op {op.type} '{op.name}' on "
                                f"{_inputs_text(op, values) or 'no inputs'}){where}")
     new._graphc_located = True
     new.op = op       # as TF's errors: the failing op

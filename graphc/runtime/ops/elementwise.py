@@ -4,6 +4,7 @@ import math
 import numpy as np
 
 from ... import dtypes as _dt
+from ...errors import InvalidArgumentError
 from ..dispatch import bind, convert_like, convert_to_tensor
 from ..autodiff import unbroadcast
 from ..registry import register, ELEMENTWISE
@@ -49,6 +50,17 @@ def _binary(name, np_fn, scalar, kind=NUMERIC, out=None, vjp=None):
              vjp=None if vjp is None else rule, nondiff=vjp is None)
 
 
+def _int_division(np_fn, name):
+    """numpy rule of `name` raising on an integer zero divisor, as TF does (numpy gives 0)."""
+    quiet = _quiet(np_fn)
+
+    def impl(x, y):
+        if np.asarray(y).dtype.kind in "iu" and not np.all(y):
+            raise InvalidArgumentError(f"{name}: integer division by zero")
+        return quiet(x, y)
+    return impl
+
+
 # Gradient rules use the public functions below (P), so they work eagerly and while tracing.
 def _zero(g):
     return P["zeros_like"](g)
@@ -66,9 +78,9 @@ _binary("multiply", np.multiply, "({0} * {1})", vjp=lambda g, o, x, y: (g * y, g
 _binary("divide", _quiet(np.true_divide), "({0} / {1})",
         out=lambda d: d if d.is_floating else _dt.float64,
         vjp=lambda g, o, x, y: (g / y, -g * o / y))
-_binary("floordiv", _quiet(np.floor_divide), "({0} // {1})",
+_binary("floordiv", _int_division(np.floor_divide, "floordiv"), "({0} // {1})",
         vjp=lambda g, o, x, y: (_zero(x), _zero(y)))
-_binary("mod", _quiet(np.mod), "({0} % {1})",
+_binary("mod", _int_division(np.mod, "mod"), "({0} % {1})",
         vjp=lambda g, o, x, y: (g, -g * P["floordiv"](x, y)))
 _binary("pow", _quiet(np.power), "({0} ** {1})", vjp=_pow_vjp)
 _binary("maximum", np.maximum, "max({0}, {1})",

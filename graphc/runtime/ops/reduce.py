@@ -201,6 +201,8 @@ def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
     n = _count(x, axes)
     if x.dtype.is_floating:
         return E["divide"](total, n)
+    # an empty reduction's total is 0: divide by max(n, 1) to give 0, not a division error
+    n = E["maximum"](n, constant(1, n.dtype))
     return E["multiply"](E["sign"](total), E["floordiv"](E["abs"](total), n))
 
 
