@@ -8,7 +8,7 @@ from .runtime.dispatch import convert_to_tensor
 from .runtime.ops import elementwise as _ew
 from .runtime.ops._rules import FLOAT, INTEGER, check_kind
 from .runtime.ops.reduce import PUBLIC as _R, normalize_axis
-from .runtime.ops.indexing import one_hot as _one_hot
+from .runtime.ops.indexing import check_class_ids, one_hot as _one_hot
 
 _E = _ew.PUBLIC
 
@@ -104,6 +104,7 @@ def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None
                          f"{_dims(x.shape)} without its last (class) dimension")
     from .runtime.ops.shape import shape
     depth = x.shape[-1] if x.shape[-1] is not None else shape(x)[-1]
+    y = check_class_ids(y, depth, op)
     mask = _one_hot(y, depth, on_value=True, off_value=False, dtype=_dt.bool_)
     picked = _R["reduce_sum"](_E["where"](mask, log_softmax(x), 0.0), -1)
     return _E["negative"](picked)

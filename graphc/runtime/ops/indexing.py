@@ -149,6 +149,30 @@ def gather(params, indices, axis=None, batch_dims=0, name=None):
                                                       x.ndim))
 
 
+def _check_ids(ids, depth, what):
+    bad = (ids < 0) | (ids >= depth)
+    if bad.any():
+        raise InvalidArgumentError(
+            f"{what}: received a label value of {ids[bad].flat[0]} which is outside the valid "
+            f"range of [0, {depth}). Fix: labels are class ids 0..{int(depth) - 1}; check "
+            "the data or the number of classes.")
+    return ids
+
+
+# Identity on int class ids that raises at run time for one outside [0, depth) (TF's
+# sparse cross-entropy does; a one_hot alone gives an all-off row).
+register("check_class_ids", lambda types, what: [types[0]], _check_ids, kind=OPAQUE,
+         nondiff=True)
+
+
+def check_class_ids(ids, depth, what):
+    """`ids`, checked at run time to lie in [0, depth) (depth: an int or int tensor)."""
+    d = convert_to_tensor(depth) if type(depth) is Tensor else convert_to_tensor(depth, ids.dtype)
+    if d.dtype is not ids.dtype:
+        d = bind("cast", d, dtype=ids.dtype)
+    return bind("check_class_ids", ids, d, what=what)
+
+
 def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
     """A one-hot encoding of int `indices` with `depth` classes along `axis` (default last).
 
@@ -164,6 +188,12 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     dtype = _dt.as_dtype(dtype)
     on = convert_to_tensor(1 if on_value is None else on_value, dtype)
     off = convert_to_tensor(0 if off_value is None else off_value, dtype)
+    if type(depth) is not Tensor or not depth.is_symbolic:     # a known depth: check it now
+        d = depth.numpy() if type(depth) is Tensor else depth
+        if np.ndim(d) != 0 or isinstance(d, (bool, np.bool_)) or not float(d).is_integer():
+            raise TypeError(f"one_hot: depth must be an int scalar, got {depth!r}")
+        if d < 0:
+            raise ValueError(f"one_hot: depth must be non-negative, got {int(d)}")
     a = normalize_axis("one_hot", -1 if axis is None else axis, idx.ndim + 1)
     classes = _range(depth, dtype=idx.dtype)
     classes = reshape(classes, [-1] + [1] * (idx.ndim - a))
