@@ -13,5 +13,9 @@ class InvalidArgumentError(GraphcError, ValueError):
     """A graph assertion failed, or a compiled function got bad runtime input."""
 
 
+class ResourceExhaustedError(GraphcError, MemoryError):
+    """An op's result does not fit in memory (as TF's ResourceExhaustedError)."""
+
+
 class RetracingWarning(UserWarning):
     """A gc.function keeps tracing new graphs; the message says which argument and the fix."""

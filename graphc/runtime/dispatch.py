@@ -22,7 +22,12 @@ def bind(type_, *inputs, **attrs):
         return _bind_graph(_stack[-1], opdef, inputs, attrs)
     arrays = [_eager_value(x) for x in inputs]
     out_types = opdef.infer([_eager_type(x) for x in inputs], **attrs)
-    result = opdef.numpy(*arrays, **attrs)
+    try:
+        result = opdef.numpy(*arrays, **attrs)
+    except MemoryError as e:
+        from ..errors import ResourceExhaustedError
+        from .run_errors import out_of_memory
+        raise ResourceExhaustedError(out_of_memory(type_, [str(t) for t in out_types])) from e
     if not out_types:
         return None
     if len(out_types) == 1:
@@ -129,9 +134,8 @@ def _used_here():
 
 # -- conversion ------------------------------------------------------------------------
 
-def _python_dtype(value):
+def _python_dtype(arr):
     """TF's rules for Python data: bool -> bool, int -> int32 (int64 if too big), float -> float32."""
-    arr = np.asarray(value)
     k = arr.dtype.kind
     if k == "b":
         return _dt.bool_
@@ -139,10 +143,29 @@ def _python_dtype(value):
         if arr.size and (arr.max() > 2**31 - 1 or arr.min() < -2**31):
             return _dt.int64
         return _dt.int32
-    if k == "f":
-        return _dt.float32
-    raise TypeError(f"cannot convert {value!r} to a tensor: unsupported element type "
-                    f"{arr.dtype} (graphc supports float32, float64, int32, int64, bool)")
+    return _dt.float32
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _python_array(value, dtype):
+    """np.asarray(value) for Python data graphc can hold: bool, int and float, rectangular."""
+    try:
+        arr = np.asarray(value)
+    except ValueError:        # numpy refuses nested lists of different lengths
+        raise ValueError(f"cannot convert {_short(value)} to a tensor: nested lists of "
+                         "different lengths (ragged); a tensor is rectangular. Fix: pad the "
+                         "rows to one length") from None
+    if arr.dtype.kind not in "biuf":   # strings, bytes, complex, objects: never parsed or cut
+        what = {"U": "string", "S": "bytes", "c": "complex", "O": "ragged or mixed"}.get(
+            arr.dtype.kind, str(arr.dtype))
+        to = f" of dtype {dtype.name}" if dtype is not None else ""
+        raise TypeError(f"cannot convert {_short(value)} to a tensor{to}: {what} data (graphc "
+                        "holds float32, float64, int32, int64 and bool data only)")
+    return arr
 
 
 def _to_array(value, dtype):
@@ -155,11 +178,9 @@ def _to_array(value, dtype):
                                 "float32, float64, int32, int64 or bool first")
         if dtype is None:
             return np.array(value, copy=True), src
-    elif dtype is None:
-        dtype = _python_dtype(value)
-    arr = np.asarray(value)
-    if arr.dtype == object:
-        raise TypeError(f"cannot convert {value!r} to a tensor: ragged or mixed data")
+    arr = _python_array(value, dtype)
+    if dtype is None:
+        dtype = _python_dtype(arr)
     if dtype.is_integer and arr.dtype.kind == "f" and not np.all(np.mod(arr, 1) == 0):
         raise TypeError(f"cannot convert {value!r} to a tensor of dtype {dtype.name}: it has a "
                         "fractional part")

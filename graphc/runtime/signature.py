@@ -1,9 +1,10 @@
 """Signature keys: how gc.function decides whether a call can reuse an existing trace.
 
 Tensors and numpy arrays key by (dtype, shape); variables by (dtype, shape) too; Python
-scalars, strings and None by (type, value); lists, tuples, dicts (key order ignored) and
-namedtuples by structure; anything else by identity, held weakly.
+scalars, strings and None by (type, value), floats by their exact bits; lists, tuples,
+dicts (key order ignored) and namedtuples by structure; anything else by identity, weakly.
 """
+import struct
 import weakref
 
 import numpy as np
@@ -24,7 +25,10 @@ class TensorSpec:
         if shape is None:
             raise ValueError("TensorSpec: shape must be a list (use None for unknown "
                              "dimensions, e.g. [None, 128]); unknown rank is not supported")
-        self.shape = tuple(None if d is None else int(d) for d in shape)
+        if not isinstance(shape, (list, tuple)):
+            raise TypeError(f"TensorSpec: shape must be a list or tuple of dimensions (e.g. "
+                            f"[None, 128]), got {shape!r}")
+        self.shape = tuple(_spec_dim(d, shape) for d in shape)
         self.dtype = _dt.as_dtype(dtype)
         self.name = name
 
@@ -48,6 +52,39 @@ class TensorSpec:
         dims = ", ".join("None" if d is None else str(d) for d in self.shape)
         return f"TensorSpec([{dims}], gc.{self.dtype.name}" + (
             f", name={self.name!r})" if self.name else ")")
+
+
+def _spec_dim(d, shape):
+    """One TensorSpec dimension: None (any size) or a non-negative int (as TF's TensorShape)."""
+    if d is None:
+        return None
+    if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+        raise TypeError(f"TensorSpec: dimension {d!r} of shape {list(shape)} must be an int "
+                        "or None")
+    if d < 0:
+        raise ValueError(f"TensorSpec: dimension {d} of shape {list(shape)} is negative; use "
+                         "None for a dimension of any size")
+    return int(d)
+
+
+class _FloatBits:
+    """A Python float keyed by its bits (`==` would merge 0.0 with -0.0 and never match a
+    NaN, retracing it on every call); shown as the float."""
+
+    __slots__ = ("bits", "value")
+
+    def __init__(self, x):
+        self.bits = struct.pack("<d", x)
+        self.value = x
+
+    def __eq__(self, other):
+        return type(other) is _FloatBits and other.bits == self.bits
+
+    def __hash__(self):
+        return hash(self.bits)
+
+    def __repr__(self):
+        return repr(self.value)
 
 
 class _IdRef:
@@ -84,6 +121,8 @@ def encode(x, leaves):
         v = x._np
         leaves.append(v)
         return (TENSOR, _dt.from_numpy(v.dtype), v.shape)
+    if tx is float:      # by exact bits: 0.0, -0.0 and each NaN get their own trace
+        return (PY, float, _FloatBits(x))
     if tx in _SCALARS:
         return (PY, tx, x)
     if tx is np.ndarray or isinstance(x, np.generic):

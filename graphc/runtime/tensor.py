@@ -76,7 +76,9 @@ class Tensor:
             raise _not_allowed(self, "`.numpy()`", "return the tensor from the function, or use "
                                "gc.print(t) to see its value on every call")
         v = self._np
-        return v.copy() if isinstance(v, np.ndarray) else v
+        if isinstance(v, np.ndarray):    # a 0-d result is a numpy scalar, as in TF
+            return v[()] if v.ndim == 0 else v.copy()
+        return v
 
     def __array__(self, dtype=None, copy=None):
         if self._np is None:

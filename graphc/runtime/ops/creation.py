@@ -131,6 +131,18 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):
 def eye(num_rows, num_columns=None, dtype=_dt.float32, name=None):
     """The identity matrix (num_rows x num_columns)."""
     dtype = _dt.as_dtype(dtype)
+    for what, n in (("num_rows", num_rows), ("num_columns", num_columns)):
+        if n is None and what == "num_columns":
+            continue
+        if type(n) is Tensor and not n.is_symbolic:
+            n = n.numpy()
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) \
+                or np.ndim(n) != 0:
+            raise TypeError(f"eye: {what} must be an int, got {n!r}")
+        if n < 0:
+            raise ValueError(f"eye: {what} must be non-negative, got {int(n)}")
+    num_rows = int(num_rows)
+    num_columns = None if num_columns is None else int(num_columns)
     return constant(np.eye(num_rows, num_columns, dtype=dtype.np), dtype)
 
 
