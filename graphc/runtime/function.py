@@ -27,7 +27,11 @@ class Function:
         self._bound_to = _bound_to                 # weakref to the instance, for methods
         self._cache = {}                           # exact key -> ConcreteFunction
         self._general = []                         # (key with None dims, ConcreteFunction)
-        self._concrete = []                        # every kept trace, in trace order
+        self._concrete = []                        # every live trace, in trace order
+        self._traced = 0                           # traces made, evicted ones included
+        self._last_key = None
+        self._scalar_args = set()                  # Python scalar args passed as tensors
+        self._keep_scalars = set()                 # ... and those whose tensor trace failed
         self._keys = []                            # keys of the kept traces, in order
         self._instances = {}                       # id(instance) -> bound Function
         self._created_variables = False
@@ -49,11 +53,35 @@ class Function:
             values = args
         if self.input_signature is not None:
             values = _conform(values, self.input_signature, self._signature, self._name)
+        if self._scalar_args:
+            values = _as_tensors(values, self._scalar_args)
         leaves = []
         key = tuple([sig.encode(v, leaves) for v in values])
         cf = self._cache.get(key)
         if cf is None:
+            if self._warned and self._reduce_retracing and self.input_signature is None:
+                changing = _changing_scalars(self._last_key, key) - self._keep_scalars
+                if changing:
+                    return self._call_with_scalar_tensors(values, changing)
             cf = self._lookup_or_trace(key, values)
+        return cf._call_leaves(leaves)
+
+    def _call_with_scalar_tensors(self, values, changing):
+        """reduce_retracing, after the retrace warning: Python floats that keep changing
+        are passed as float32 tensors from now on (one trace for all their values). If the
+        body cannot take a tensor there, they stay Python values, traced per value."""
+        self._scalar_args = self._scalar_args | changing     # swapped whole: other threads
+        tensors = _as_tensors(values, changing)
+        leaves = []
+        key = tuple([sig.encode(v, leaves) for v in tensors])
+        try:
+            cf = self._cache.get(key) or self._lookup_or_trace(key, tensors)
+        except (TypeError, ValueError):
+            self._scalar_args = self._scalar_args - changing
+            self._keep_scalars = self._keep_scalars | changing
+            leaves = []
+            key = tuple([sig.encode(v, leaves) for v in values])
+            cf = self._cache.get(key) or self._lookup_or_trace(key, values)
         return cf._call_leaves(leaves)
 
     def _call_python(self, args, kwargs):
@@ -104,9 +132,11 @@ class Function:
 
     def _trace_and_keep(self, key, values):
         cf = self._trace(key, values)
+        self._traced += 1
         self._concrete.append(cf)
-        if self._keys:
-            self._maybe_warn(self._keys[-1], key)
+        if self._last_key is not None:
+            self._maybe_warn(self._last_key, key)
+        self._last_key = key                       # survives eviction, for the warning
         self._keys.append(key)
         self._cache[key] = cf
         for ref in (r for part in key for r in _identity_refs(part)):
@@ -117,10 +147,15 @@ class Function:
         return cf
 
     def _evict(self, key):
-        """An object keyed by identity died: its traces can never be hit again."""
+        """An object keyed by identity died: its traces can never be hit again, so they
+        leave the cache and concrete_functions() (tracing_count still counts them)."""
         cf = self._cache.pop(key, None)
         for k in [k for k, v in self._cache.items() if v is cf]:
             del self._cache[k]
+        keep = [i for i, c in enumerate(self._concrete) if c is not cf]
+        self._concrete = [self._concrete[i] for i in keep]
+        self._keys = [self._keys[i] for i in keep]
+        self._general = [(k, c) for k, c in self._general if c is not cf]
 
     def _trace(self, key, values):
         """Trace, applying the create-variables-once rule (a second trace checks it)."""
@@ -136,7 +171,7 @@ class Function:
         return cf
 
     def _maybe_warn(self, old, new):
-        if self._warned or len(self._concrete) - 1 < RETRACE_WARN_AFTER:
+        if self._warned or self._traced - 1 < RETRACE_WARN_AFTER:
             return
         self._warned = True
         context.warn_at_user_line(_retrace_message(self, old, new), RetracingWarning)
@@ -144,7 +179,7 @@ class Function:
     # -- introspection ---------------------------------------------------------------------
     @property
     def tracing_count(self):
-        return len(self._concrete)
+        return self._traced
 
     def experimental_get_tracing_count(self):
         return self.tracing_count
@@ -300,6 +335,28 @@ def _conform(values, specs, params, fname):
     return out + list(extra)
 
 
+_F32_MAX = 3.4028234663852886e38
+
+
+def _changing_scalars(old, key):
+    """Positions of top-level Python float arguments whose value differs between two keys.
+    Only floats: a Python int often drives Python structure (`[0] * n`, shapes, slicing)
+    where a tensor would change the meaning, so ints stay keyed by value."""
+    if len(old) != len(key):
+        return set()
+    return {i for i, (a, b) in enumerate(zip(old, key))
+            if a[0] == sig.PY == b[0] and a[1] is float is b[1] and a != b}
+
+
+def _as_tensors(values, positions):
+    """The float arguments at `positions` as float32 tensors (TF's type for a Python float),
+    except a finite value float32 cannot hold: it stays a Python value (its own trace)."""
+    from .dispatch import constant
+    return [constant(v) if i in positions and type(v) is float and not
+            (abs(v) > _F32_MAX and v == v and abs(v) != float("inf")) else v
+            for i, v in enumerate(values)]
+
+
 def _generalize_all(old, key):
     if len(old) != len(key):
         return None
@@ -360,6 +417,10 @@ def _retrace_message(f, old, new):
         specs = _suggest_specs(f, new, a, b)
         fix = (f" Fix: input_signature=[{specs}], or reduce_retracing=True."
                if specs else " Fix: reduce_retracing=True.")
+    elif a[0] == sig.PY and b[0] == sig.PY and a[1] is b[1] and f._reduce_retracing \
+            and b[1] is float and f.input_signature is None and path in names:
+        fix = (" It is a Python float: with reduce_retracing=True, new values of it are "
+               "passed as a float32 tensor from now on (one trace for all values).")
     elif a[0] == sig.PY and b[0] == sig.PY and a[1] is b[1]:
         fix = (f" It is a Python {b[1].__name__}, and each new value traces a new graph. Fix: "
                f"pass it as a tensor (gc.constant(...)) so its value is not baked in.")

@@ -249,3 +249,67 @@ def test_signed_zero_and_nan_arguments_each_get_their_own_trace(backend):
         assert math.isnan(float(f(float("nan"))))
     assert f.tracing_count == 3
     assert float(f(0.0)) == math.inf and f.tracing_count == 3
+
+
+def test_reduce_retracing_passes_changing_floats_as_a_tensor_after_the_warning():
+    @gc.function(reduce_retracing=True)
+    def scale(x, lr):
+        return x * lr
+
+    x = gc.constant([1.0, -2.0])
+    with pytest.warns(gc.RetracingWarning, match="passed as a float32 tensor from now on"):
+        for i in range(7):
+            np.testing.assert_array_equal(scale(x, i / 4).numpy(), x.numpy() * np.float32(i / 4))
+    assert scale.tracing_count == 7                    # 6 by value, then 1 for every float
+    for lr in (0.5, -0.0, 1e-3, float("inf"), float("nan"), 2.5):
+        np.testing.assert_array_equal(scale(x, lr).numpy(), x.numpy() * np.float32(lr))
+    assert scale.tracing_count == 7
+    np.testing.assert_array_equal(scale(x, 1e300).numpy(), x.numpy() * np.float32(1e300))
+    assert scale.tracing_count == 8    # a float float32 cannot hold keeps its own trace
+
+
+def test_reduce_retracing_keeps_python_values_a_tensor_cannot_replace():
+    @gc.function(reduce_retracing=True)
+    def poly(x, p):
+        return x * math.floor(p)       # needs a Python float: a tensor trace fails
+
+    @gc.function(reduce_retracing=True)
+    def rep(x, n):
+        return gc.constant([1.0] * n) * x   # ints are never passed as tensors
+
+    x = gc.constant(3.0)
+    with pytest.warns(gc.RetracingWarning):
+        for i in range(9):
+            assert float(poly(x, i + 0.5)) == 3.0 * i
+            assert rep(x, i + 1).shape == (i + 1,)
+    assert poly.tracing_count == 9 and rep.tracing_count == 9
+
+
+def test_reduce_retracing_off_keys_every_float_by_value():
+    f = gc.function(lambda x, lr: x * lr)
+    with pytest.warns(gc.RetracingWarning, match="pass it as a tensor"):
+        for i in range(8):
+            f(gc.constant(1.0), float(i))
+    assert f.tracing_count == 8
+
+
+def test_traces_keyed_by_a_dead_object_leave_concrete_functions():
+    import gc as pygc
+
+    class Scale:
+        def __init__(self, k):
+            self.k = k
+
+    @gc.function
+    def apply(s, x):
+        return x * s.k
+
+    keep = Scale(2.0)
+    objs = [Scale(float(i)) for i in range(3)]
+    for s in [keep] + objs:
+        apply(s, gc.constant(1.0))
+    assert len(apply.concrete_functions()) == 4
+    del objs, s
+    pygc.collect()
+    assert len(apply.concrete_functions()) == 1 and apply.tracing_count == 4
+    assert float(apply(keep, gc.constant(1.5))) == 3.0 and apply.tracing_count == 4
