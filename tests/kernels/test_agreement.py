@@ -84,10 +84,18 @@ def test_binary_and_compare_ops_agree_with_broadcasting(shapes, dtype, seed):
     _agree(f, x, y)
 
 
-def test_integer_division_by_zero_agrees():
+def test_integer_division_by_zero_raises_on_every_backend(numba_forced):
+    """TF raises for an integer zero divisor (numpy gives 0): eagerly and on both backends;
+    non-zero divisors agree, the ops running beside a fused producer."""
     x = np.array([7, -7, 0, 5], np.int32)
-    y = np.array([0, 0, 0, 2], np.int32)
-    _agree(lambda a, b: [gc.floordiv(a * 1 + a, b), gc.mod(a + a, b)], x, y)
+    fn = lambda a, b: [gc.floordiv(a * 3 + a, b), gc.mod(a * 3 - a, b)]  # noqa: E731
+    _agree(fn, x, np.array([3, -2, 1, 2], np.int32))
+    for zero_at in range(4):
+        y = np.array([3, -2, 1, 2], np.int32)
+        y[zero_at] = 0
+        for run in (fn, gc.function(fn, backend="numpy"), gc.function(fn, backend="numba")):
+            with pytest.raises(gc.errors.InvalidArgumentError, match="division by zero"):
+                run(gc.constant(x), gc.constant(y))
 
 
 def test_int32_overflow_wraps_like_numpy():
