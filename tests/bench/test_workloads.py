@@ -2,7 +2,6 @@
 pieces (agreement check, timing, peers, formatting) behave."""
 import contextlib
 import io
-import time
 
 import numpy as np
 import pytest
@@ -182,29 +181,55 @@ def test_disagreement_names_shape_dtype_and_worst_element():
     assert "2 outputs instead of 1" in disagreement(wl, [e], ["result"], [e, e], True)
 
 
-def test_measure_counts_calls_and_returns_first_output():
+class FakeClock:
+    """Time that moves only when a measured call says it took `dt` seconds."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def taking(self, dt, fn):
+        def call():
+            self.now += dt
+            return fn()
+        return call
+
+
+@pytest.fixture
+def fake_clock(monkeypatch):
+    from graphc.bench import timing
+    clock = FakeClock()
+    monkeypatch.setattr(timing, "clock", clock)
+    return clock
+
+
+# dyadic call times keep the fake clock's sums exact; a batch lasts about 0.05 s of calls
+MS = 2.0 ** -10
+
+
+def test_measure_counts_calls_and_returns_first_output(fake_clock):
     calls = []
-    t = measure(lambda: calls.append(1) or len(calls), min_time=0.01, min_repeats=4)
-    assert t.output == 1 and t.repeats >= 4
+    t = measure(fake_clock.taking(MS, lambda: calls.append(1) or len(calls)),
+                min_time=0.01, min_repeats=4)
+    assert t.output == 1 and t.repeats == 4        # 4 batches of 51 calls: 0.2 s > min_time
     # + the first call, the warm-up, and one untimed call before each repeat
-    assert len(calls) == t.calls + 2 + t.repeats
-    assert 0 < t.median_s < 0.01 and t.first_s > 0
+    assert len(calls) == t.calls + 2 + t.repeats and t.calls == 4 * 51
+    assert t.median_s == MS and t.first_s == MS
 
 
-def test_interleaved_measuring_alternates_between_the_calls():
+def test_interleaved_measuring_alternates_between_the_calls(fake_clock):
     order = []
-
-    def slow():
-        order.append("s")
-        time.sleep(0.0005)
-        return "slow"
-    fast = lambda: order.append("f") or "fast"    # noqa: E731
-    ts, tf = measure_interleaved([(slow, lambda o: o), (fast, lambda o: o)], min_time=0.02)
+    slow = fake_clock.taking(4 * MS, lambda: order.append("s") or "slow")
+    fast = fake_clock.taking(MS, lambda: order.append("f") or "fast")
+    ts, tf = measure_interleaved([(slow, lambda o: o), (fast, lambda o: o)], min_time=0.1)
     assert (ts.output, tf.output) == ("slow", "fast")
-    assert ts.median_s > tf.median_s and ts.repeats >= 3 and tf.repeats >= 3
+    assert ts.median_s == 4 * MS and tf.median_s == MS
+    assert ts.repeats == tf.repeats == 3                 # 3 batches of ~0.05 s: 0.15 > 0.1
     timed = "".join(order[4:])                           # after the first calls and warm-ups
-    assert "sf" in timed                                 # rounds: a batch of each in turn
-    assert timed.count("s") == ts.calls + ts.repeats     # + an untimed call per batch
+    assert timed == ("s" * (12 + 1) + "f" * (51 + 1)) * 3   # a batch of each in turn, each
+    assert timed.count("s") == ts.calls + ts.repeats     # after one untimed call
 
 
 def test_loop_form_falls_back_with_a_note_and_keeps_convertible_functions():
