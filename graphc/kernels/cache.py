@@ -362,8 +362,11 @@ def _choices():
 
 
 def get_choice(key, shape_class):
-    with _lock:
-        entry = _choices().get(key, {}).get(shape_class)
+    try:
+        with _lock:
+            entry = _choices().get(key, {}).get(shape_class)
+    except OSError:         # no cache directory at all (not even a temporary one)
+        return None
     return dict(entry) if entry is not None else None
 
 
@@ -373,7 +376,10 @@ def put_choice(key, shape_class, entry):
     if not _valid_entry(entry):
         return
     with _lock:
-        root = _root()
+        try:
+            root = _root()
+        except OSError:     # no cache directory at all: measured again next time
+            return
         mine = _choices()
         mine.setdefault(key, {})[shape_class] = entry
         merged = _read_choices(root)

@@ -121,7 +121,9 @@ def _create_key(root, path):
 # -- sealed files -----------------------------------------------------------------------------
 
 def _mac(key, name, payload):
-    return hmac.new(key, name.encode() + b"\0" + payload, hashlib.sha256).hexdigest().encode()
+    h = hmac.new(key, name.encode() + b"\0", hashlib.sha256)
+    h.update(payload)
+    return h.hexdigest().encode()
 
 
 def seal(key, name, payload):
@@ -133,10 +135,11 @@ def unseal(key, name, blob):
     """The payload of a sealed file's bytes, or None if the seal is not ours for `name`."""
     if blob is None or len(blob) < _SEAL_LEN:
         return None
-    payload, tail = blob[:-_SEAL_LEN], blob[-_SEAL_LEN:]
+    payload, tail = memoryview(blob)[:-_SEAL_LEN], blob[-_SEAL_LEN:]
     if not tail.startswith(_SEAL) or not tail.endswith(b"\n"):
         return None
-    return payload if hmac.compare_digest(tail[len(_SEAL):-1], _mac(key, name, payload)) else None
+    ok = hmac.compare_digest(tail[len(_SEAL):-1], _mac(key, name, payload))
+    return bytes(payload) if ok else None
 
 
 def read_file(path):

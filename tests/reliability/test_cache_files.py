@@ -88,6 +88,22 @@ def test_untrusted_directory_level_is_never_used(fresh, tmp_path, level, fault):
         cache._module_path(next(iter(groups._KERNELS))))))
 
 
+def test_root_may_be_a_symlink_to_a_directory_of_ours(fresh, tmp_path):
+    real = tmp_path / "real-cache"
+    real.mkdir(mode=0o700)
+    fresh.root.symlink_to(real)
+    assert run(fresh) == []
+    assert cache.cache_dir() == str(real) and os.listdir(real / "kernels")
+
+
+def test_no_cache_directory_at_all_is_not_an_error(fresh, monkeypatch):
+    def no_directory():
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(cache, "_root", no_directory)
+    assert cache.get_choice("some-kernel", "4") is None
+    cache.put_choice("some-kernel", "4", {"choice": "numpy"})       # nothing to raise
+
+
 def test_module_file_that_is_a_symlink_is_rebuilt(fresh, tmp_path):
     run(fresh)
     (key,) = groups._KERNELS
