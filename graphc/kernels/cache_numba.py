@@ -52,8 +52,11 @@ def _sealed_cache(f):
         place = g[PLACE]
         return None if place is None else SealedCache(f, place.stamp, lambda: place.root)
     from . import cache      # graphc's own code: its source file is the stamp
-    with open(inspect.getfile(f), "rb") as src:
-        stamp = hashlib.sha256(src.read()).hexdigest()
+    try:
+        with open(inspect.getfile(f), "rb") as src:
+            stamp = hashlib.sha256(src.read()).hexdigest()
+    except OSError:
+        return None          # no source file (a zip, a frozen app): compiled each process
     return SealedCache(f, stamp, cache.package_place)
 
 

@@ -22,7 +22,9 @@ KEY_NAME = "hmac.key"
 _KEY_BYTES = 32
 _SEAL = b"# graphc seal "                 # + 64 hex digits + newline, at the end of the file
 _SEAL_LEN = len(_SEAL) + 64 + 1
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+# never follow a link, never block on a FIFO planted under a file's name
+_NOFOLLOW = (getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+             | getattr(os, "O_NONBLOCK", 0))
 
 
 class KernelCacheWarning(UserWarning):
@@ -146,7 +148,7 @@ def read_file(path):
     """The bytes of `path`; None if there is no such file; b"" if it is a link, a directory,
     a device or anything else that is not a regular file (so never a valid seal)."""
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
     except FileNotFoundError:
         return None
     except OSError:

@@ -149,7 +149,7 @@ def test_a_sealed_file_moved_to_another_name_is_not_trusted(dirs):
     assert_warned_once_about(again, tanh)
 
 
-@pytest.mark.parametrize("fault", ["mode", "owner", "symlink"])
+@pytest.mark.parametrize("fault", ["mode", "owner", "symlink", "fifo"])
 def test_untrusted_key_file_is_replaced_and_the_cache_rebuilt(dirs, tmp_path, fault):
     first = run_child(dirs)
     key = dirs[0] / "hmac.key"
@@ -159,6 +159,9 @@ def test_untrusted_key_file_is_replaced_and_the_cache_rebuilt(dirs, tmp_path, fa
         os.chmod(key, 0o644)
     elif fault == "owner":
         os.chown(key, 12345, 12345)
+    elif fault == "fifo":               # reading it must not block
+        key.unlink()
+        os.mkfifo(key, 0o600)
     else:
         elsewhere = tmp_path / "someone-elses.key"
         elsewhere.write_bytes(old)

@@ -104,14 +104,18 @@ def test_no_cache_directory_at_all_is_not_an_error(fresh, monkeypatch):
     cache.put_choice("some-kernel", "4", {"choice": "numpy"})       # nothing to raise
 
 
-def test_module_file_that_is_a_symlink_is_rebuilt(fresh, tmp_path):
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_module_file_that_is_not_a_regular_file_is_rebuilt(fresh, tmp_path, kind):
     run(fresh)
     (key,) = groups._KERNELS
     module = cache._module_path(key)
     copy = tmp_path / "copy.py"
     shutil.copy(module, copy)          # sealed by graphc, but not in the cache's own file
     os.remove(module)
-    os.symlink(copy, module)
+    if kind == "symlink":
+        os.symlink(copy, module)
+    else:
+        os.mkfifo(module, 0o600)       # reading it must not block
     fresh.new_process()
     (warning,) = run(fresh)
     assert module in warning
