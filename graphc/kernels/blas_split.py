@@ -16,10 +16,11 @@ from collections import deque
 import numba
 import numpy as np
 from llvmlite import ir
-from numba import njit, prange, types
+from numba import prange, types
 from numba.extending import intrinsic
 
 from . import blas
+from .cache_numba import njit     # cache=True: machine code in graphc's sealed cache only
 
 SPLIT_MIN = 1 << 22          # multiply-adds (x@W1 of the MLP step: 25.7M)
 _NO_TRANS = 111

@@ -1,25 +1,43 @@
-"""Content-addressed kernel cache: generated `.py` modules on disk, plus numba's own cache.
+"""Content-addressed kernel cache that only ever runs what this user's graphc wrote.
 
 Key = sha256(canonical kernel text + environment fingerprint). The text names ops, dtypes,
 ranks and broadcast pattern but never concrete dimension sizes, so a retrace for a new
-batch size hits the same entry. Entries are plain Python files imported as modules, so
-numba's `cache=True` (which cannot cache `exec`-made functions) stores machine code beside
-them in `__pycache__`. A file whose content is not exactly what we would generate is
-treated as corrupt and rewritten; a directory not owned by the user, or writable by
-others, is never trusted (a private temporary directory is used instead, with a warning).
+batch size hits the same entry.
+
+Layout under the cache root (GRAPHC_CACHE_DIR, default ~/.cache/graphc):
+  hmac.key                  this user's secret key (mode 0600, made on first use)
+  kernels/k_<key>.py        generated kernel modules
+  kernels/__pycache__/      numba machine code for them (see cache_numba.py)
+  choices.json              measured kernel-vs-numpy choices
+
+Every file ends with an HMAC-SHA256 seal of its name and contents under the key
+(cache_trust.py); a file whose seal does not verify is ignored and rebuilt, with one warning
+naming it. Modules are compiled from the verified text (Python never imports them, so no
+`.pyc` is ever read), and numba's machine code is verified before numba unpickles it. Every
+directory level (root, kernels/, kernels/__pycache__) must be owned by the user, not
+writable by group or others, and not a symbolic link: otherwise a private temporary
+directory is used for the process, with a warning. A cache that cannot be written (read-only,
+full disk) still compiles every kernel, caches nothing, and warns once.
 """
+import atexit
 import hashlib
-import importlib.util
 import json
+import linecache
+import math
 import os
+import shutil
 import sys
 import tempfile
 import threading
-import warnings
+import types
 
-_lock = threading.Lock()
+from . import cache_trust as trust
+
+_lock = threading.RLock()
 _state = {"dir": None, "env": None, "choices": None}
+_ROOTS = {}       # root path -> _Root
 STATS = {"hits": 0, "misses": 0, "rebuilt": 0}
+_CHOICES = "choices.json"
 
 
 def _package_fingerprint():
@@ -46,9 +64,10 @@ def environment():
         from .. import __version__ as gv
         from .codegen import vector_width
         feats = llb.get_host_cpu_features().flatten()
-        _state["env"] = (f"graphc={gv} src={_package_fingerprint()} numba={numba.__version__} "
-                         f"llvmlite={llvmlite.__version__} numpy={numpy.__version__} "
-                         f"python={sys.version_info[:3]} cpu={llb.get_host_cpu_name()} "
+        _state["env"] = (f"graphc={gv} src={_package_fingerprint()} cache=sealed1 "
+                         f"numba={numba.__version__} llvmlite={llvmlite.__version__} "
+                         f"numpy={numpy.__version__} python={sys.version_info[:3]} "
+                         f"cpu={llb.get_host_cpu_name()} "
                          f"features={hashlib.sha256(feats.encode()).hexdigest()[:16]} "
                          f"vector_width={vector_width()}")
     return _state["env"]
@@ -58,47 +77,152 @@ def kernel_key(canonical_text):
     return hashlib.sha256((canonical_text + "\n" + environment()).encode()).hexdigest()
 
 
-def _trusted(path):
-    """Owned by us and not writable by group or others."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return False
-    if hasattr(os, "getuid") and st.st_uid != os.getuid():
-        return False
-    return not st.st_mode & 0o022
-
+# -- the cache root and its directories -------------------------------------------------------
 
 def cache_dir():
-    """The kernel cache directory: GRAPHC_CACHE_DIR or ~/.cache/graphc, if trustworthy."""
+    """The kernel cache root: GRAPHC_CACHE_DIR or ~/.cache/graphc, if this user alone
+    controls it (else a private temporary directory for this process, with a warning)."""
     want = os.environ.get("GRAPHC_CACHE_DIR") or os.path.join(
         os.path.expanduser("~"), ".cache", "graphc")
     cur = _state["dir"]
     if cur is not None and cur[0] == want:
         return cur[1]
-    path = want
-    try:
-        os.makedirs(want, mode=0o700, exist_ok=True)
-    except OSError as e:
-        path = None
-        reason = f"cannot create it ({e})"
-    else:
-        reason = "it is not owned by this user or is writable by others"
-    if path is None or not _trusted(path):
-        path = tempfile.mkdtemp(prefix="graphc-kernels-")
-        warnings.warn(f"graphc: not using kernel cache directory {want!r}: {reason}; using "
-                      f"the private directory {path!r} for this process instead", stacklevel=3)
+    with _lock:
+        try:
+            os.makedirs(want, mode=0o700, exist_ok=True)
+        except OSError as e:
+            return _use_private(want, want, f"cannot be created ({e})")
+        path = os.path.realpath(want)
+        problem = trust.dir_problem(path)
+        if problem:
+            return _use_private(want, want, problem)
+        _state["dir"] = (want, path)
+        _state["choices"] = None
+        return path
+
+
+def _use_private(want, level, reason):
+    path = tempfile.mkdtemp(prefix="graphc-kernels-")
+    atexit.register(shutil.rmtree, path, True)
+    trust.warn_once(("private", want, level), f"not using kernel cache directory {level!r}: "
+                    f"it {reason}; using the private directory {path!r} for this process "
+                    "instead")
     _state["dir"] = (want, path)
     _state["choices"] = None
     return path
 
 
-def _write_atomic(path, text):
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+class _Root:
+    """One cache root in use: its checked directories, its key, whether it can be written."""
 
+    def __init__(self, path):
+        self.path = path
+        self.kernels = os.path.join(path, "kernels")
+        self.machine = os.path.join(self.kernels, "__pycache__")
+        self.key = None            # None: nothing on disk can be verified (nor written)
+        self.keyed = False
+        self.writable = True
+
+    def untrusted_level(self):
+        """(directory, reason) for the first level not this user's alone; makes missing ones."""
+        for level in (self.path, self.kernels, self.machine):
+            try:
+                os.mkdir(level, 0o700)
+            except FileExistsError:
+                pass
+            except OSError as e:
+                self.cannot_write(e)       # read-only: nothing below to read either
+                return None
+            problem = trust.dir_problem(level)
+            if problem:
+                return level, problem
+        return None
+
+    def load_key(self):
+        """Load (or make) the key; (key file, reason) when it cannot be trusted or replaced."""
+        if self.keyed:
+            return None
+        try:
+            self.key, created = trust.load_key(self.path)
+        except trust.UntrustedKey as e:
+            trust.warn_once(e.path, f"the key file {e.path} {e.reason}, so nothing sealed "
+                            "with it is trusted: a new key replaces it and every cached "
+                            "kernel is rebuilt")
+            try:
+                os.unlink(e.path)
+                self.key, created = trust.load_key(self.path)
+            except (OSError, trust.UntrustedKey) as e2:
+                return e.path, f"could not be replaced by a new key ({e2})"
+        except OSError as e:
+            self.cannot_write(e)
+            created = False
+        self.keyed = True
+        if created:
+            self._clear()      # sealed with an older key, or never sealed: unverifiable
+        return None
+
+    def _clear(self):
+        for folder in (self.machine, self.kernels):
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                if not entry.is_dir(follow_symlinks=False):
+                    _remove(entry.path)
+        _remove(os.path.join(self.path, _CHOICES))
+
+    def cannot_write(self, err):
+        self.writable = False
+        trust.warn_once(("write", self.path), f"cannot write to the kernel cache {self.path} "
+                        f"({err}): kernels are compiled for this process only and nothing is "
+                        "cached")
+
+    def write(self, path, data):
+        """Seal and write `data` to `path`; False (after one warning) if that failed."""
+        if not self.writable or self.key is None:
+            return False
+        try:
+            trust.write_atomic(path, trust.seal(self.key, os.path.basename(path), data))
+            return True
+        except OSError as e:
+            self.cannot_write(e)
+            return False
+
+    def read(self, path):
+        """The verified contents of `path`: (payload or None, present?)."""
+        blob = trust.read_file(path) if self.key is not None else None
+        if blob is None:
+            return None, False
+        return trust.unseal(self.key, os.path.basename(path), blob), True
+
+
+def _remove(path):
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+def _root():
+    """The checked root in use (a private one replaces any level that is not ours alone)."""
+    with _lock:
+        while True:
+            path = cache_dir()
+            root = _ROOTS.setdefault(path, _Root(path))
+            bad = root.untrusted_level() or root.load_key()
+            if bad is None:
+                return root
+            _use_private(_state["dir"][0], *bad)
+
+
+def package_place():
+    """Where graphc's own cached @njit functions keep machine code (cache_numba.py)."""
+    root = _root()
+    return root if root.key is not None else None
+
+
+# -- generated modules ------------------------------------------------------------------------
 
 def _module_path(key):
     return os.path.join(cache_dir(), "kernels", f"k_{key[:40]}.py")
@@ -110,49 +234,61 @@ def has_module(key):
 
 
 def load_module(key, source):
-    """Import the module for `key`, writing `source` first unless an identical file exists.
+    """The module for `key`: from its verified file if there is one, else from `source`
+    (written to the cache when it can be).
 
-    Returns (module, status) with status 'hit' (file found intact), 'miss' or 'rebuilt'.
+    Returns (module, status) with status 'hit' (found intact), 'miss' or 'rebuilt' (a file
+    was there but not sealed by this user's graphc: it is replaced, with one warning).
     """
-    path = _module_path(key)
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    stem = os.path.splitext(os.path.basename(path))[0]
     text = f"# graphc kernel {key}\n{source}"
-    status = "miss"
+    stem = f"k_{key[:40]}"
+    name = f"graphc_kernels_{stem}"
     with _lock:
-        try:
-            with open(path) as f:
-                found = f.read()
-            status = "hit" if _code(found) == _code(text) else "rebuilt"
-        except OSError:
-            found = None
-        except UnicodeDecodeError:
-            status = "rebuilt"
-        if status != "hit":
-            if status == "rebuilt":
-                drop_compiled(path)
-            _write_atomic(path, text)
+        root = _root()
+        path = os.path.join(root.kernels, stem + ".py")
+        payload, present = root.read(path)
+        found = _decode(payload)
+        status = "hit" if found is not None else "rebuilt" if present else "miss"
+        cached = status == "hit"
+        if status == "rebuilt":
+            trust.warn_once(path, f"{path} was not written by this user's graphc (or is "
+                            "damaged): ignored, rebuilt and replaced")
+            drop_compiled(path)
+        if not cached:
+            found = text
+            cached = root.write(path, text.encode())
         STATS[{"hit": "hits", "miss": "misses", "rebuilt": "rebuilt"}[status]] += 1
-        name = f"graphc_kernels_{stem}"
         mod = sys.modules.get(name)
         if mod is not None and status == "hit":
             return mod, status
-        spec = importlib.util.spec_from_file_location(name, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
+        stamp = hashlib.sha256(found.encode()).hexdigest() if cached else None
+        mod = _exec_module(name, path, found, root if cached else None, stamp)
     return mod, status
 
 
-def _code(text):
-    """Module text without comments: the same kernel made from ops on other user lines
-    (the comments name them) is the same cache entry, and its file is left alone."""
-    lines = []
-    for ln in text.splitlines():
-        ln = ln.split("  #")[0].rstrip()
-        if ln and not ln.lstrip().startswith("#"):
-            lines.append(ln)
-    return "\n".join(lines)
+def _decode(payload):
+    try:
+        return None if payload is None else payload.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _exec_module(name, path, text, root, stamp):
+    """Run verified `text` as module `name` (compiled from the text itself: never a `.pyc`)
+    under its file's name, so tracebacks and numba's messages point at it."""
+    from .cache_numba import PLACE, Place      # imports numba: only once a kernel is wanted
+    mod = types.ModuleType(name)
+    mod.__file__ = path
+    setattr(mod, PLACE, None if root is None else Place(root, stamp))
+    code = compile(text, path, "exec", dont_inherit=True)
+    linecache.cache[path] = (len(text), None, text.splitlines(True), path)
+    sys.modules[name] = mod
+    try:
+        exec(code, mod.__dict__)  # noqa: S102 - text graphc generated (or verified as such)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return mod
 
 
 def drop_compiled(py_path):
@@ -165,41 +301,90 @@ def drop_compiled(py_path):
         return
     for n in names:
         if n.startswith(stem + "."):
-            try:
-                os.remove(os.path.join(folder, n))
-            except OSError:
-                pass
+            _remove(os.path.join(folder, n))
 
 
 # -- measured choices (kernel vs numpy), persisted beside the kernels ----------------------
 
-def _choices_path():
-    return os.path.join(cache_dir(), "choices.json")
+_TIMES = ("kernel_s", "numpy_s", "serial_s", "parallel_s", "first_call_s")
+
+
+def _valid_entry(entry):
+    if not isinstance(entry, dict) or entry.get("choice") not in ("kernel", "numpy"):
+        return False
+    for k, v in entry.items():
+        if k in ("variant",):
+            ok = v in ("serial", "parallel")
+        elif k in ("reason", "source", "choice"):
+            ok = isinstance(v, str)
+        elif k in _TIMES:
+            ok = v is None or (type(v) in (int, float) and math.isfinite(v) and v >= 0)
+        else:
+            ok = False
+        if not ok:
+            return False
+    return True
+
+
+def _read_choices(root):
+    """The verified, well-formed choices on disk (anything else dropped, with one warning)."""
+    path = os.path.join(root.path, _CHOICES)
+    payload, present = root.read(path)
+    if payload is None:
+        if present:
+            trust.warn_once(path, f"{path} was not written by this user's graphc (or is "
+                            "damaged): ignored; kernel-vs-numpy choices are measured again")
+        return {}
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        data = None
+    good, dropped = {}, not isinstance(data, dict)
+    for key, classes in (data.items() if isinstance(data, dict) else ()):
+        if not isinstance(classes, dict):
+            dropped = True
+            continue
+        for klass, entry in classes.items():
+            if _valid_entry(entry):
+                good.setdefault(key, {})[klass] = entry
+            else:
+                dropped = True
+    if dropped:
+        trust.warn_once(("entries", path), f"{path} held damaged entries: dropped; those "
+                        "choices are measured again")
+    return good
 
 
 def _choices():
     if _state["choices"] is None:
-        try:
-            with open(_choices_path()) as f:
-                data = json.load(f)
-            _state["choices"] = data if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            _state["choices"] = {}
+        _state["choices"] = _read_choices(_root())
     return _state["choices"]
 
 
 def get_choice(key, shape_class):
-    entry = _choices().get(key, {}).get(shape_class)
-    if isinstance(entry, dict) and entry.get("choice") in ("kernel", "numpy"):
-        return entry
-    return None
+    try:
+        with _lock:
+            entry = _choices().get(key, {}).get(shape_class)
+    except OSError:         # no cache directory at all (not even a temporary one)
+        return None
+    return dict(entry) if entry is not None else None
 
 
 def put_choice(key, shape_class, entry):
+    """Record a measured choice (merged with what other processes wrote meanwhile)."""
+    entry = dict(entry)
+    if not _valid_entry(entry):
+        return
     with _lock:
-        data = _choices()
-        data.setdefault(key, {})[shape_class] = entry
         try:
-            _write_atomic(_choices_path(), json.dumps(data, indent=0, sort_keys=True))
-        except OSError:
-            pass  # an unwritable cache only costs a re-measurement next process
+            root = _root()
+        except OSError:     # no cache directory at all: measured again next time
+            return
+        mine = _choices()
+        mine.setdefault(key, {})[shape_class] = entry
+        merged = _read_choices(root)
+        for k, classes in mine.items():
+            merged.setdefault(k, {}).update(classes)
+        _state["choices"] = merged
+        root.write(os.path.join(root.path, _CHOICES),
+                   json.dumps(merged, indent=0, sort_keys=True).encode())

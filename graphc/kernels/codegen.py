@@ -165,7 +165,8 @@ def has_fast_variant(group):
 def generate(spec, fname):
     """Module source defining `fname` (serial) and `fname_par` (prange outer loop), and for
     groups with trig ops `fname_fast` and `fname_fast_par` (see the module docstring)."""
-    src = ["import numpy as np", "from numba import njit, prange",
+    src = ["import numpy as np", "from numba import prange",
+           "from graphc.kernels.cache_numba import njit  # cache=True: graphc's sealed cache",
            "from graphc.kernels.scalar import *  # noqa: F401,F403", ""]
     params = _params(spec)
     variants = [(fname, False)]

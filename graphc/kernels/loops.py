@@ -280,7 +280,8 @@ def lower(op):
     em.emit(1, f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
     body = ([f"def loop_kernel({', '.join(params)}):"] + ["    " + ln for ln in em.allocs]
             + em.lines)
-    header = ["import numpy as np", "from numba import njit",
+    header = ["import numpy as np",
+              "from graphc.kernels.cache_numba import njit  # cache=True: graphc's sealed cache",
               "from graphc.kernels.scalar import *  # noqa: F401,F403", ""]
     if em.consts:
         header += em.consts + [""]

@@ -74,8 +74,8 @@ def test_kernel_below_the_size_threshold_is_not_compiled(monkeypatch, tmp_path):
 
 
 def _numba_cache_files(kernel):
-    """numba's cached machine code for one generated kernel module, wherever numba keeps it:
-    in `__pycache__` beside the module, or under NUMBA_CACHE_DIR when that is set."""
+    """numba's cached machine code for one generated kernel module: always in graphc's
+    `kernels/__pycache__` (graphc/kernels/cache_numba.py), never NUMBA_CACHE_DIR."""
     stem = pathlib.Path(cache._module_path(kernel.key)).stem
     folder = pathlib.Path(kernel.serial._cache.cache_path)
     return sorted(folder.glob(stem + ".*"))
