@@ -12,6 +12,7 @@ from ..runtime.registry import REGISTRY
 from ..runtime.run_errors import is_located, located
 from . import cache, codegen, codegen_chunks
 from .fusion import REDUCTIONS
+from .launch import one_at_a_time
 from .output_pool import OutputPool
 from .stats import COUNTS
 
@@ -57,10 +58,10 @@ class _Kernel:
     def load(self):
         mod, self.status = cache.load_module(self.key, self.source)
         self.serial = getattr(mod, KERNEL_NAME)
-        self.parallel = getattr(mod, KERNEL_NAME + "_par")
+        self.parallel = one_at_a_time(getattr(mod, KERNEL_NAME + "_par"))
         if hasattr(mod, KERNEL_NAME + "_fast"):
             self.fast = (getattr(mod, KERNEL_NAME + "_fast"),
-                         getattr(mod, KERNEL_NAME + "_fast_par"))
+                         one_at_a_time(getattr(mod, KERNEL_NAME + "_fast_par")))
             self.checked = getattr(mod, codegen_chunks.CHECKED_FLAG, False)
         if config.debug_level() >= 3:
             print(f"// graphc kernel for {self.label} (cache {self.status}, key {self.key[:12]})\n"

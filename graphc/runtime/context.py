@@ -20,7 +20,7 @@ class _ThreadState(threading.local):
 
 
 _tls = _ThreadState()
-# Graphs and tapes pushed by all threads together. While it is 0 no thread traces or
+# Graphs, tapes and hooks pushed by all threads together. While it is 0 no thread traces or
 # records, so the hot paths (cached calls, eager ops) skip the thread-local lookup (~35 ns).
 # Another thread's stale view is harmless: only this thread's own pushes matter to it.
 _busy = [0]
@@ -40,11 +40,6 @@ def _pop(stack, item=None):
         stack.remove(item)
     with _busy_lock:
         _busy[0] -= 1
-
-
-def graph_stack():
-    """This thread's graphs being built, innermost last (empty when eager)."""
-    return _tls.stack if _busy[0] else ()
 
 
 def current_graph():

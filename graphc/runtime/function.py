@@ -139,8 +139,11 @@ class Function:
                     self._in_flight[tkey] = (me, done)
                     break
                 if busy[0] == me:   # this thread's own trace asks for it (recursion)
-                    return self._trace_and_keep(tkey, values)
+                    done = None
+                    break
             busy[1].wait()          # then look again: its trace, or its error and our turn
+        if done is None:
+            return self._trace_and_keep(tkey, values)
         try:
             return self._trace_and_keep(tkey, values)
         finally:

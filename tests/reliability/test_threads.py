@@ -8,6 +8,8 @@ together at a barrier; the GIL switch interval is made tiny so that threads inte
 as often as they can. Every wait has a generous timeout that only guards against a hang.
 """
 import contextlib
+import os
+import subprocess
 import sys
 import threading
 
@@ -437,3 +439,37 @@ def test_a_variable_passed_as_an_argument_is_locked_for_the_call():
     add_to(v, PAUSE)
     run_together(THREADS, lambda i: [add_to(v, PAUSE) for _ in range(CALLS)])
     np.testing.assert_array_equal(v.numpy(), np.full(SIZE, 1 + THREADS * CALLS, np.float32))
+
+
+# -- parallel kernels from several threads ---------------------------------------------------
+
+_WORKQUEUE_SCRIPT = """
+import threading, numba, numpy as np, graphc as gc
+from graphc.kernels.stats import COUNTS
+a = gc.constant(np.random.default_rng(0).random((512, 512), np.float32))
+f = gc.function(lambda x: gc.tanh(x @ x) * 2.0 + 1.0, backend="numba")
+want = np.tanh(a.numpy() @ a.numpy()) * 2.0 + 1.0
+f(a)
+def work():
+    for _ in range(20):
+        np.testing.assert_allclose(f(a).numpy(), want, rtol=1e-4)
+threads = [threading.Thread(target=work) for _ in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(numba.threading_layer(), COUNTS.kernel_calls)
+"""
+
+
+def test_parallel_kernels_from_several_threads_on_numbas_workqueue_layer(tmp_path):
+    """That layer terminates the process when two threads enter parallel regions at once;
+    graphc's parallel kernels and split gemm take turns (kernels/launch.py)."""
+    pytest.importorskip("numba")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, NUMBA_THREADING_LAYER="workqueue", GRAPHC_NUMBA_MIN_SIZE="0",
+               GRAPHC_KERNEL_CHOICE="kernel", GRAPHC_CACHE_DIR=str(tmp_path),
+               PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, "-c", _WORKQUEUE_SCRIPT], env=env, cwd=root,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    layer, kernel_calls = done.stdout.split()
+    assert layer == "workqueue" and int(kernel_calls) > 0
