@@ -12,7 +12,7 @@ from ..runtime.registry import REGISTRY
 from ..runtime.run_errors import is_located, located
 from . import cache, codegen, codegen_chunks
 from .fusion import REDUCTIONS
-from .launch import one_at_a_time
+from .launch import PARALLEL, one_at_a_time
 from .output_pool import OutputPool
 from .stats import COUNTS
 
@@ -58,10 +58,10 @@ class _Kernel:
     def load(self):
         mod, self.status = cache.load_module(self.key, self.source)
         self.serial = getattr(mod, KERNEL_NAME)
-        self.parallel = one_at_a_time(getattr(mod, KERNEL_NAME + "_par"))
+        self.parallel = getattr(mod, KERNEL_NAME + "_par")
         if hasattr(mod, KERNEL_NAME + "_fast"):
             self.fast = (getattr(mod, KERNEL_NAME + "_fast"),
-                         one_at_a_time(getattr(mod, KERNEL_NAME + "_fast_par")))
+                         getattr(mod, KERNEL_NAME + "_fast_par"))
             self.checked = getattr(mod, codegen_chunks.CHECKED_FLAG, False)
         if config.debug_level() >= 3:
             print(f"// graphc kernel for {self.label} (cache {self.status}, key {self.key[:12]})\n"
@@ -70,6 +70,12 @@ class _Kernel:
     def run(self, par, args):
         """Run the kernel; with fast trig, redo with the whole-range one if an argument missed
         (every output is rewritten in full, so the redo leaves no trace of the fast try)."""
+        if par:
+            with PARALLEL:      # one parallel region at a time (launch.py)
+                return self._run(par, args)
+        return self._run(par, args)
+
+    def _run(self, par, args):
         COUNTS.kernel_calls += 1
         if self.fast is None:
             (self.parallel if par else self.serial)(*args)
@@ -194,7 +200,7 @@ class GroupRunner:
         """The steady-state call for one layout: allocate outputs, run the kernel."""
         if kern.fast is not None:
             return partial(self._run_kernel, kern, lay=lay, flat=False, par=par)
-        fn = kern.parallel if par else kern.serial
+        fn = one_at_a_time(kern.parallel) if par else kern.serial
         outs = [(s, v.type.dtype.np) for s, v in zip(lay.out_shapes, self.group.outputs)]
         dims = lay.domain
         alloc = self.outputs.allocator(outs)
