@@ -3,6 +3,7 @@ import __future__
 import functools
 import inspect
 import sys
+import threading
 import types
 import warnings
 import weakref
@@ -18,6 +19,10 @@ _cache = weakref.WeakKeyDictionary()     # function -> converted function (or it
 _by_code = weakref.WeakKeyDictionary()   # original code object -> transformer.Converted
 _converted_code = weakref.WeakSet()      # code objects that came out of the converter
 _warned = set()
+# Held while converting (parsing and transforming source, no user code): threads that
+# convert one function at once get one converted function. Reentrant: converting may
+# look up other conversions.
+_lock = threading.RLock()
 # `from __future__ import ...` features of the user's module apply to its converted code
 _FUTURE_FLAGS = 0
 for _name in __future__.all_feature_names:
@@ -70,20 +75,25 @@ def convert(fn):
     done = _cache.get(fn)
     if done is not None:
         return done
-    if fn.__code__ in _converted_code or _uses_ag(fn) or getattr(fn, "__graphc_do_not_convert__", False) \
-            or _module_excluded(fn) or fn.__code__.co_flags & (
-                inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
-        result = fn
-    else:
-        try:
-            result = _instantiate(fn, converted_code(fn))
-        except SourceUnavailable as e:
-            _warn_unconverted(fn, str(e))
+    with _lock:
+        done = _cache.get(fn)
+        if done is not None:
+            return done
+        if fn.__code__ in _converted_code or _uses_ag(fn) or \
+                getattr(fn, "__graphc_do_not_convert__", False) or _module_excluded(fn) or \
+                fn.__code__.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE |
+                                        inspect.CO_ASYNC_GENERATOR):
             result = fn
-    try:
-        _cache[fn] = result
-    except TypeError:
-        pass
+        else:
+            try:
+                result = _instantiate(fn, converted_code(fn))
+            except SourceUnavailable as e:
+                _warn_unconverted(fn, str(e))
+                result = fn
+        try:
+            _cache[fn] = result
+        except TypeError:
+            pass
     return result
 
 
@@ -102,7 +112,12 @@ def converted_code(fn):
     """The transformer result for `fn`'s code (shared by closures of one def)."""
     code = fn.__code__
     done = _by_code.get(code)
-    if done is None:
+    if done is not None:
+        return done
+    with _lock:
+        done = _by_code.get(code)
+        if done is not None:
+            return done
         node, filename = function_node(fn)
         try:
             done = transformer.convert(node, filename, code.co_freevars,

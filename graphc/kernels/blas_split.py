@@ -21,6 +21,7 @@ from numba.extending import intrinsic
 
 from . import blas
 from .cache_numba import njit     # cache=True: machine code in graphc's sealed cache only
+from .launch import PARALLEL
 
 SPLIT_MIN = 1 << 22          # multiply-adds (x@W1 of the MLP step: 25.7M)
 _NO_TRANS = 111
@@ -133,10 +134,12 @@ def run(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c):
     if split:
         real = np.float32 if key[0] == np.float32 else np.float64
         addr = ctypes.cast(blas._GEMM[key[0]], ctypes.c_void_p).value
-        _split(np.int64(addr), np.int64(key[0].itemsize), np.int64(ta), np.int64(tb),
-               np.int64(m), np.int64(n), np.int64(k), real(alpha), np.int64(a.ctypes.data),
-               np.int64(lda), np.int64(b.ctypes.data), np.int64(ldb), real(beta),
-               np.int64(c.ctypes.data), np.int64(max(1, n)), np.int64(numba.get_num_threads()))
+        with PARALLEL:
+            _split(np.int64(addr), np.int64(key[0].itemsize), np.int64(ta), np.int64(tb),
+                   np.int64(m), np.int64(n), np.int64(k), real(alpha),
+                   np.int64(a.ctypes.data), np.int64(lda), np.int64(b.ctypes.data),
+                   np.int64(ldb), real(beta), np.int64(c.ctypes.data), np.int64(max(1, n)),
+                   np.int64(numba.get_num_threads()))
     else:
         blas._GEMM[key[0]](101, ta, tb, m, n, k, alpha, a.ctypes.data, lda, b.ctypes.data, ldb,
                            beta, c.ctypes.data, max(1, n))

@@ -12,6 +12,7 @@ from ..runtime.registry import REGISTRY
 from ..runtime.run_errors import is_located, located
 from . import cache, codegen, codegen_chunks
 from .fusion import REDUCTIONS
+from .launch import PARALLEL, one_at_a_time
 from .output_pool import OutputPool
 from .stats import COUNTS
 
@@ -69,6 +70,12 @@ class _Kernel:
     def run(self, par, args):
         """Run the kernel; with fast trig, redo with the whole-range one if an argument missed
         (every output is rewritten in full, so the redo leaves no trace of the fast try)."""
+        if par:
+            with PARALLEL:      # one parallel region at a time (launch.py)
+                return self._run(par, args)
+        return self._run(par, args)
+
+    def _run(self, par, args):
         COUNTS.kernel_calls += 1
         if self.fast is None:
             (self.parallel if par else self.serial)(*args)
@@ -193,7 +200,7 @@ class GroupRunner:
         """The steady-state call for one layout: allocate outputs, run the kernel."""
         if kern.fast is not None:
             return partial(self._run_kernel, kern, lay=lay, flat=False, par=par)
-        fn = kern.parallel if par else kern.serial
+        fn = one_at_a_time(kern.parallel) if par else kern.serial
         outs = [(s, v.type.dtype.np) for s, v in zip(lay.out_shapes, self.group.outputs)]
         dims = lay.domain
         alloc = self.outputs.allocator(outs)

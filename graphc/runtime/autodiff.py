@@ -15,8 +15,6 @@ from . import context, nest
 from .registry import REGISTRY
 from .tensor import Tensor
 
-_tapes = []  # tapes that are recording, innermost last
-
 
 def key(x):
     """Identity of a value for the tape: a symbolic tensor by its graph Value (many Tensor
@@ -29,7 +27,8 @@ def key(x):
 def eager_tape_recording():
     """True while an eager GradientTape records: compiled functions then run their
     (converted) Python eagerly, so the tape sees every op they run."""
-    return any(not t._paused and t._graph is None for t in _tapes) if _tapes else False
+    tapes = context.recording_tapes()
+    return any(not t._paused and t._graph is None for t in tapes) if tapes else False
 
 
 class _Record:
@@ -45,7 +44,7 @@ def record(opdef, inputs, outputs, attrs):
     if opdef.nondiff or opdef.vjp is None:
         return
     graph = context.current_graph()
-    for tape in _tapes:
+    for tape in context.recording_tapes():
         if tape._paused:
             continue
         if opdef.type == "read_variable":
@@ -82,11 +81,12 @@ class GradientTape:
 
     def __enter__(self):
         self._graph = context.current_graph()
-        _tapes.append(self)
+        self._recording_in = context._tls.tapes    # this thread's: other threads' ops unseen
+        context._push(self._recording_in, self)
         return self
 
     def __exit__(self, *exc):
-        _tapes.remove(self)
+        context._pop(self._recording_in, self)
 
     def watch(self, tensor):
         """Record operations on `tensor` (a tensor, variable, or nest of them)."""

@@ -37,7 +37,7 @@ def record_control(g, op, outs, inputs=None):
     a variable for its resource, the outer tensor for a captured one."""
     if inputs is None:
         watched = {}
-        for tape in autodiff._tapes:
+        for tape in context.recording_tapes():
             for var in tape._watched_variables:
                 v = _value_of_variable(g, var)
                 if v is not None:
@@ -194,7 +194,7 @@ def _expose_exports(outs, saved):
     extra = [t for t in saved.values() if all(t is not o for o in outs)]
     if not extra:
         return
-    for tape in autodiff._tapes:
+    for tape in context.recording_tapes():
         if any(key(o) in tape._connected for o in outs):
             tape._connected.update(key(t) for t in extra)
             tape._keep.extend(extra)
@@ -345,7 +345,7 @@ def _connect_for_outer_tapes(outs, stacks):
     saved stacks), so that differentiating it reports the unsupported case instead of
     silently missing the path through the stacks."""
     graph = context.current_graph()
-    for tape in autodiff._tapes:
+    for tape in context.recording_tapes():
         if not tape._paused and tape._graph is graph and \
                 any(key(o) in tape._connected for o in outs):
             tape._connected.update(key(s) for s in stacks)

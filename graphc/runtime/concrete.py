@@ -4,12 +4,12 @@ import os
 from .. import dtypes as _dt
 from . import signature as sig
 from .backends import get_backend
+from . import context
 from .context import building
 from .dispatch import convert_to_tensor, resolve
 from .graph import Graph
 from .tensor import Tensor
 from .types import ResourceType, TensorType
-from . import variables
 
 
 class _Slot:
@@ -28,14 +28,15 @@ def trace(fn, name, key, values, params, backend):
     sym = [_placeholders(graph, v, k, n) for n, v, k in zip(params.names, values, key)]
     args, kwargs = params.rebuild(sym)
     created = []
-    variables.creation_hooks.append(created.append)
+    hooks = context._tls.creation_hooks      # this thread's: another thread's variables
+    context._push(hooks, created.append)     # are not this trace's
     try:
         with building(graph):
             result = fn(*args, **kwargs)
             flat = []
             structure = _flatten_outputs(graph, result, flat)
     finally:
-        variables.creation_hooks.remove(created.append)
+        context._pop(hooks, created.append)
     graph.outputs = flat
     if os.environ.get("GRAPHC_VERIFY"):
         from .verify import verify
@@ -118,7 +119,7 @@ class ConcreteFunction:
         self._structure = structure
         self.structured_input_signature = structured_input_signature
         self._backend = get_backend(backend)
-        self._run = self._backend.compile(graph)
+        self._run = _holding_variable_locks(self._backend.compile(graph), graph)
         self._captures = [src._np if type(src) is Tensor else src for _, src in graph.captures]
         self._single = type(structure) is _Slot
 
@@ -172,6 +173,42 @@ class ConcreteFunction:
 
     def __repr__(self):
         return f"<gc.ConcreteFunction {self.name}{self.structured_input_signature}>"
+
+
+def _holding_variable_locks(run, graph):
+    """`run`, holding the locks of every variable the graph reads or writes for the whole
+    run, so that a call's reads and updates are one step relative to other threads (see
+    variables.py). Taken in creation order, so overlapping sets never deadlock. A graph
+    with no variables runs as is."""
+    captured = {v._number: v._lock for _, v in graph.captures if hasattr(v, "_lock")}
+    passed = [i for i, v in enumerate(graph.inputs) if isinstance(v.type, ResourceType)]
+    if not captured and not passed:
+        return run
+    locks = [lock for _, lock in sorted(captured.items())]
+    if len(locks) == 1 and not passed:
+        lock = locks[0]
+
+        def run_one(args):
+            with lock:
+                return run(args)
+        return run_one
+
+    def locks_for(args):        # variables passed as arguments differ from call to call
+        mine = dict(captured)
+        for i in passed:
+            mine[args[i]._number] = args[i]._lock
+        return [lock for _, lock in sorted(mine.items())]
+
+    def run_locked(args):
+        held = locks_for(args) if passed else locks
+        for lock in held:
+            lock.acquire()
+        try:
+            return run(args)
+        finally:
+            for lock in reversed(held):
+                lock.release()
+    return run_locked
 
 
 def _flatten_args(a, leaves):

@@ -3,18 +3,65 @@ import ast
 import linecache
 import os
 import sys
+import threading
 import warnings
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_stack = []  # graphs being built, innermost last
+
+
+class _ThreadState(threading.local):
+    """What one thread is tracing and recording; other threads never see it (as in TF), so
+    an eager op in one thread is never captured by another thread's trace or tape."""
+
+    def __init__(self):
+        self.stack = []            # graphs being built, innermost last
+        self.tapes = []            # GradientTapes recording, innermost last
+        self.creation_hooks = []   # called with each gc.Variable made (set by traces)
+
+
+_tls = _ThreadState()
+# Graphs, tapes and hooks pushed by all threads together. While it is 0 no thread traces or
+# records, so the hot paths (cached calls, eager ops) skip the thread-local lookup (~35 ns).
+# Another thread's stale view is harmless: only this thread's own pushes matter to it.
+_busy = [0]
+_busy_lock = threading.Lock()
+
+
+def _push(stack, item):
+    with _busy_lock:
+        _busy[0] += 1
+    stack.append(item)
+
+
+def _pop(stack, item=None):
+    if item is None:
+        stack.pop()
+    else:
+        stack.remove(item)
+    with _busy_lock:
+        _busy[0] -= 1
 
 
 def current_graph():
-    return _stack[-1] if _stack else None
+    if _busy[0]:
+        stack = _tls.stack
+        if stack:
+            return stack[-1]
+    return None
+
+
+def recording_tapes():
+    """This thread's recording GradientTapes, innermost last (empty when none)."""
+    return _tls.tapes if _busy[0] else ()
+
+
+def creation_hooks():
+    """This thread's hooks for new gc.Variables (the traces under way in this thread)."""
+    return _tls.creation_hooks if _busy[0] else ()
 
 
 class building:
-    """Context manager: ops bound inside go into `graph`."""
+    """Context manager: ops bound inside (in this thread) go into `graph`."""
 
     __slots__ = ("graph",)
 
@@ -22,22 +69,24 @@ class building:
         self.graph = graph
 
     def __enter__(self):
-        _stack.append(self.graph)
+        _push(_tls.stack, self.graph)
         return self.graph
 
     def __exit__(self, *exc):
-        _stack.pop()
+        _pop(_tls.stack)
 
 
 class eager_scope:
-    """Temporarily leave every graph (used to run Python-side initializers eagerly)."""
+    """Temporarily leave every graph of this thread (to run Python-side initializers
+    eagerly)."""
 
     def __enter__(self):
-        self.saved = list(_stack)
-        _stack.clear()
+        stack = _tls.stack
+        self.saved = list(stack)
+        stack.clear()
 
     def __exit__(self, *exc):
-        _stack[:] = self.saved
+        _tls.stack[:] = self.saved
 
 
 def _is_internal(filename):

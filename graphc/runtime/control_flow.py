@@ -5,7 +5,6 @@ import numpy as np
 
 from .. import dtypes as _dt
 from . import context, loop_vars as lv, nest
-from .autodiff import _tapes
 from .context import building, current_graph
 from .dispatch import bind, constant, convert_to_tensor, is_number, resolve
 from .executor import run_graph
@@ -218,7 +217,7 @@ def bind_control(type_, g, inputs, attrs):
     types = REGISTRY[type_].infer([v.type for v in inputs], **attrs)
     op = g.add_op(type_, inputs, attrs, types, context.user_site())
     outs = [Tensor._symbolic(v, g) for v in op.outputs]
-    if _tapes and outs:   # a recording GradientTape sees the node as one op (autodiff_control)
+    if outs and context.recording_tapes():   # a tape sees the node as one op (autodiff_control)
         from .autodiff_control import record_control
         record_control(g, op, outs)
     return outs

@@ -5,8 +5,8 @@ import numpy as np
 
 from .. import dtypes as _dt
 from . import context
-from .context import _stack
-from .autodiff import _tapes, record
+from .context import _busy, _tls
+from .autodiff import record
 from .registry import REGISTRY
 from .tensor import Tensor, OPS
 from .types import TensorType, ResourceType
@@ -18,8 +18,8 @@ def bind(type_, *inputs, **attrs):
     Returns a Tensor for one output, a tuple for several, None for none.
     """
     opdef = REGISTRY[type_]
-    if _stack:
-        return _bind_graph(_stack[-1], opdef, inputs, attrs)
+    if _busy[0] and _tls.stack:       # this thread is tracing (see context._busy)
+        return _bind_graph(_tls.stack[-1], opdef, inputs, attrs)
     arrays = [_eager_value(x) for x in inputs]
     out_types = opdef.infer([_eager_type(x) for x in inputs], **attrs)
     try:
@@ -32,11 +32,11 @@ def bind(type_, *inputs, **attrs):
         return None
     if len(out_types) == 1:
         out = Tensor._concrete(_fix(result, out_types[0]))
-        if _tapes:
+        if _busy[0] and _tls.tapes:
             record(opdef, inputs, (out,), attrs)
         return out
     outs = tuple(Tensor._concrete(_fix(r, t)) for r, t in zip(result, out_types))
-    if _tapes:
+    if _busy[0] and _tls.tapes:
         record(opdef, inputs, outs, attrs)
     return outs
 
@@ -77,7 +77,7 @@ def _bind_graph(g, opdef, inputs, attrs):
         raise type(e)(f"{e} (while tracing {context.format_location(loc)})") from None
     op = g.add_op(opdef.type, values, attrs, out_types, loc)
     outs = [Tensor._symbolic(v, g) for v in op.outputs]
-    if _tapes and outs:
+    if outs and _tls.tapes:
         record(opdef, inputs, outs, attrs)
     if not outs:
         return None
@@ -201,7 +201,7 @@ def constant(value, dtype=None, name=None):
         t = convert_to_tensor(value)
         return t if dtype is None or t.dtype is dtype else bind("cast", t, dtype=dtype)
     arr, _ = _to_array(value, dtype)
-    if _stack:
+    if context.current_graph() is not None:
         return bind("constant", value=arr)
     return Tensor._concrete(arr)
 

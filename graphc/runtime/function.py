@@ -1,6 +1,7 @@
 """gc.function: trace once per input signature, cache the graph, run it on every call."""
 import functools
 import inspect
+import threading
 import weakref
 
 from .. import config
@@ -37,6 +38,14 @@ class Function:
         self._created_variables = False
         self._warned = False
         self._converted = None
+        # Threads: calls that hit the cache take no lock (dict reads and whole-object swaps
+        # are atomic). The lock guards the bookkeeping of the miss path and is never held
+        # while user code traces; concurrent callers that need one trace wait for the one
+        # thread making it (`_in_flight`).
+        self._lock = threading.RLock()
+        self._in_flight = {}                       # trace key -> (thread id, Event)
+        self._dead = []                            # keys to evict (see _evict)
+        self._publishing = False
         self._signature = _ParamInfo(python_function, skip_self=_bound_to is not None)
         self.input_signature = None
         if input_signature is not None:
@@ -45,7 +54,7 @@ class Function:
 
     # -- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if config._state["run_eagerly"] or context._stack or eager_tape_recording():
+        if config._state["run_eagerly"] or context._busy[0] and _tracing_or_taping():
             return self._call_python(args, kwargs)   # inside another trace: inline the body
         if kwargs or len(args) != self._signature.n_simple:
             values = self._signature.canonicalize(args, kwargs, self._name)
@@ -110,32 +119,78 @@ class Function:
         return functools.partial(self._converted, self._bound_to())
 
     # -- the cache -------------------------------------------------------------------------
-    def _lookup_or_trace(self, key, values):
+    def _lookup_or_trace(self, key, values, generalize=True):
+        """The trace for `key`: cached, a more general one, or a new one. Of the threads
+        that need the same new trace at once, one traces and the others wait for it."""
+        me = threading.get_ident()
+        while True:
+            with self._lock:
+                cf = self._cache.get(key) or self._general_match(key)
+                if cf is not None:
+                    return cf
+                tkey = self._trace_key(key) if generalize else key
+                busy = self._in_flight.get(tkey)
+                if busy is None and self._traced == 0 and self._in_flight:
+                    # the first trace decides whether the function creates its variables
+                    # (see _trace): until one succeeds, traces take turns
+                    busy = next(iter(self._in_flight.values()))
+                if busy is None:
+                    done = threading.Event()
+                    self._in_flight[tkey] = (me, done)
+                    break
+                if busy[0] == me:   # this thread's own trace asks for it (recursion)
+                    done = None
+                    break
+            busy[1].wait()          # then look again: its trace, or its error and our turn
+        if done is None:
+            return self._trace_and_keep(tkey, values)
+        try:
+            return self._trace_and_keep(tkey, values)
+        finally:
+            with self._lock:
+                del self._in_flight[tkey]
+            done.set()
+
+    def _general_match(self, key):
         for general, cf in self._general:
             if len(general) == len(key) and all(map(sig.matches, general, key)):
                 self._cache[key] = cf
                 return cf
+        return None
+
+    def _trace_key(self, key):
         if self.input_signature is not None:
-            key = tuple(self.input_signature_key) + key[len(self.input_signature):]
-        elif self._reduce_retracing:
+            return tuple(self.input_signature_key) + key[len(self.input_signature):]
+        if self._reduce_retracing:
             for old in reversed(self._keys):
                 common = _generalize_all(old, key)
                 if common is not None and common != key:
-                    key = common
-                    break
-        cf = self._trace_and_keep(key, values)
-        return cf
+                    return common
+        return key
 
     @property
     def input_signature_key(self):
         return [sig.encode(s, []) for s in self.input_signature]
 
     def _trace_and_keep(self, key, values):
-        cf = self._trace(key, values)
+        cf = self._trace(key, values)              # user code: no lock held
+        with self._lock:
+            self._publishing = True
+            try:
+                warning = self._keep(key, cf)
+            finally:
+                self._publishing = False
+            self._drain_evictions()
+        if warning:
+            context.warn_at_user_line(warning, RetracingWarning)
+        return cf
+
+    def _keep(self, key, cf):
         self._traced += 1
         self._concrete.append(cf)
+        warning = None
         if self._last_key is not None:
-            self._maybe_warn(self._last_key, key)
+            warning = self._retrace_warning(self._last_key, key)
         self._last_key = key                       # survives eviction, for the warning
         self._keys.append(key)
         self._cache[key] = cf
@@ -144,11 +199,23 @@ class Function:
                 weakref.finalize(ref.ref(), self._evict, key)
         if any(_has_none_dim(k) for k in key):
             self._general.append((key, cf))
-        return cf
+        return warning
 
     def _evict(self, key):
         """An object keyed by identity died: its traces can never be hit again, so they
-        leave the cache and concrete_functions() (tracing_count still counts them)."""
+        leave the cache and concrete_functions() (tracing_count still counts them). Runs
+        in whichever thread drops the object, maybe one in the middle of _keep (a garbage
+        collection there): then _keep's end does it, with the lists consistent again."""
+        self._dead.append(key)
+        with self._lock:
+            if not self._publishing:
+                self._drain_evictions()
+
+    def _drain_evictions(self):
+        while self._dead:
+            self._evict_now(self._dead.pop())
+
+    def _evict_now(self, key):
         cf = self._cache.pop(key, None)
         for k in [k for k, v in self._cache.items() if v is cf]:
             del self._cache[k]
@@ -162,19 +229,20 @@ class Function:
         fn = self._converted_callable()
         cf, created = trace(fn, self._name, key, values, self._signature, self._backend)
         if created:
-            if self._created_variables:
-                raise _variables_again(self._name)
-            self._created_variables = True
+            with self._lock:
+                if self._created_variables:
+                    raise _variables_again(self._name)
+                self._created_variables = True
             cf, created = trace(fn, self._name, key, values, self._signature, self._backend)
             if created:
                 raise _variables_again(self._name)
         return cf
 
-    def _maybe_warn(self, old, new):
+    def _retrace_warning(self, old, new):
         if self._warned or self._traced - 1 < RETRACE_WARN_AFTER:
-            return
+            return None
         self._warned = True
-        context.warn_at_user_line(_retrace_message(self, old, new), RetracingWarning)
+        return _retrace_message(self, old, new)
 
     # -- introspection ---------------------------------------------------------------------
     @property
@@ -195,13 +263,7 @@ class Function:
         if self.input_signature is not None:
             values = _conform(values, self.input_signature, self._signature, self._name)
         key = tuple(sig.encode(v, []) for v in values)
-        cf = self._cache.get(key)
-        if cf is None:
-            for general, existing in self._general:
-                if len(general) == len(key) and all(map(sig.matches, general, key)):
-                    return existing
-            cf = self._trace_and_keep(key, values)
-        return cf
+        return self._cache.get(key) or self._lookup_or_trace(key, values, generalize=False)
 
     # -- methods: one cache per instance ---------------------------------------------------
     def __get__(self, instance, owner=None):
@@ -210,15 +272,24 @@ class Function:
         bound = self._instances.get(id(instance))
         if bound is not None and bound._bound_to() is instance:
             return bound
-        bound = Function(self.python_function, self.input_signature, self._autograph,
-                         self._reduce_retracing, self._backend, self._name,
-                         _bound_to=weakref.ref(instance))
-        self._instances[id(instance)] = bound
-        weakref.finalize(instance, self._instances.pop, id(instance), None)
+        with self._lock:        # one bound Function (one cache) per instance, across threads
+            bound = self._instances.get(id(instance))
+            if bound is not None and bound._bound_to() is instance:
+                return bound
+            bound = Function(self.python_function, self.input_signature, self._autograph,
+                             self._reduce_retracing, self._backend, self._name,
+                             _bound_to=weakref.ref(instance))
+            self._instances[id(instance)] = bound
+            weakref.finalize(instance, self._instances.pop, id(instance), None)
         return bound
 
     def __repr__(self):
         return f"<gc.function {self._name} (traces: {self.tracing_count})>"
+
+
+def _tracing_or_taping():
+    """This thread is tracing, or an eager GradientTape of its records."""
+    return bool(context._tls.stack) or eager_tape_recording()
 
 
 def function(func=None, input_signature=None, autograph=True, reduce_retracing=False,

@@ -84,6 +84,8 @@ class Tensor:
         if self._np is None:
             raise _not_allowed(self, "conversion to a numpy array",
                                "use graphc ops (gc.*) inside compiled functions")
+        if copy:    # np.array(t): a copy, never the buffer a compiled read may share
+            return np.array(self._np, dtype=dtype, copy=True)
         a = np.asarray(self._np)
         return a if dtype is None else a.astype(dtype)
 

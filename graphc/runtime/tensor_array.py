@@ -9,7 +9,6 @@ import numpy as np
 from .. import dtypes as _dt
 from ..errors import OperatorNotAllowedInGraphError
 from . import context
-from .autodiff import _tapes
 from .dispatch import bind, constant, convert_to_tensor
 from .tensor import Tensor
 from .tensor_list import TensorList, apply_eager, dims_text
@@ -82,7 +81,7 @@ class TensorArray:
             if not all(isinstance(x, TensorList) or not x.is_symbolic for x in inputs):
                 raise ValueError("a TensorArray made while tracing was used outside the "
                                  "function that traced it; return its stack() instead")
-            if _tapes:   # a recording GradientTape sees eager list ops too
+            if context.recording_tapes():   # a recording GradientTape sees eager list ops too
                 from .autodiff_lists import taped_list_op
                 return taped_list_op(apply_eager, type_, inputs, attrs)
             return apply_eager(type_, *inputs, **attrs)

@@ -1,5 +1,13 @@
-"""gc.Variable: mutable state that compiled functions read and write by reference."""
+"""gc.Variable: mutable state that compiled functions read and write by reference.
+
+Threads: each variable has a reentrant lock. Every rule below takes it, so one eager read
+or update is one step; a compiled call holds the locks of all the variables its graph
+touches for its whole run (ConcreteFunction), so its reads and updates are one step
+relative to other threads. Locks are always taken in creation order: no deadlock.
+"""
+import itertools
 import sys
+import threading
 
 import numpy as np
 
@@ -45,7 +53,14 @@ def _check_shape(op, var, value):
 
 def _assign(var, value):
     _check_shape("assign", var, value)
-    var._value = np.array(value, dtype=var._value.dtype, copy=True)
+    new = np.array(value, dtype=var._value.dtype, copy=True)
+    with var._lock:
+        var._value = new
+
+
+def _read(var):
+    with var._lock:     # never a buffer that an in-place update is half way through
+        return var._value
 
 
 # The variable's array is updated in place only when nothing else refers to it: no tensor
@@ -56,17 +71,19 @@ _SOLE_OWNER_REFS = sys.getrefcount(np.zeros(1)) + 2   # argument + var._value + 
 
 def _update(var, value, ufunc, op):
     _check_shape(op, var, value)
-    a = var._value
-    if (sys.getrefcount(a) <= _SOLE_OWNER_REFS and type(a) is np.ndarray
-            and a.flags.writeable and a.flags.owndata):
-        ufunc(a, value, out=a, casting="unsafe")
-    else:
-        var._value = ufunc(a, value).astype(a.dtype, copy=False)
+    with var._lock:     # no other thread takes a reference between the check and the write
+        a = var._value
+        if (sys.getrefcount(a) <= _SOLE_OWNER_REFS and type(a) is np.ndarray
+                and a.flags.writeable and a.flags.owndata):
+            ufunc(a, value, out=a, casting="unsafe")
+        else:
+            var._value = ufunc(a, value).astype(a.dtype, copy=False)
 
 
 def owned_value(var):
     """The variable's array, safe to write in place: its own when nothing else refers to it
-    and it is a writable C-ordered array, else a private copy put in its place."""
+    and it is a writable C-ordered array, else a private copy put in its place. The caller
+    holds `var._lock` (a compiled call holds it for its run)."""
     a = var._value
     if not (sys.getrefcount(a) <= _SOLE_OWNER_REFS and type(a) is np.ndarray
             and a.flags.writeable and a.flags.owndata and a.flags.c_contiguous):
@@ -82,7 +99,7 @@ def _assign_sub(var, value):
     _update(var, value, np.subtract, "assign_sub")
 
 
-register("read_variable", _read_infer, lambda var: var._value, kind=STATE, effectful=True)
+register("read_variable", _read_infer, _read, kind=STATE, effectful=True)
 register("assign_variable", _assign_infer("assign"), _assign, kind=STATE, effectful=True,
          nondiff=True)
 register("assign_add_variable", _assign_infer("assign_add"), _assign_add, kind=STATE,
@@ -90,14 +107,11 @@ register("assign_add_variable", _assign_infer("assign_add"), _assign_add, kind=S
 register("assign_sub_variable", _assign_infer("assign_sub"), _assign_sub, kind=STATE,
          effectful=True, nondiff=True)
 
-# Set by gc.function while it traces: called with each variable created during the trace.
-creation_hooks = []
+_numbers = itertools.count(1)     # next() is atomic: unique numbers across threads
 
 
 class Variable:
     """A mutable tensor. Inside compiled functions, reads and assigns act on the live value."""
-
-    _count = 0
 
     def __init__(self, initial_value, dtype=None, trainable=True, name=None):
         if callable(initial_value):
@@ -105,10 +119,11 @@ class Variable:
                 initial_value = initial_value()
         value = _concrete_initial_value(initial_value, dtype)
         self._value = value
+        self._lock = threading.RLock()
+        self._number = next(_numbers)     # creation order: the order locks are taken in
         self.trainable = bool(trainable)
-        Variable._count += 1
-        self._name = name or f"Variable_{Variable._count}"
-        for hook in creation_hooks:
+        self._name = name or f"Variable_{self._number}"
+        for hook in context.creation_hooks():     # this thread's traces under way
             hook(self)
 
     # -- metadata ----------------------------------------------------------------------
@@ -151,7 +166,8 @@ class Variable:
             raise TypeError(f"Variable '{self._name}'.numpy() while tracing would bake in the "
                             "value at trace time; use the variable itself (it is read on "
                             "every call)")
-        return self._value.copy()
+        with self._lock:
+            return self._value.copy()
 
     def _rhs(self, value):
         if type(value) is Tensor:
@@ -174,10 +190,14 @@ class Variable:
         if context.current_graph() is not None:
             return f"<gc.Variable '{self._name}' shape={self.shape} dtype={self.dtype.name}>"
         return (f"<gc.Variable '{self._name}' shape={self.shape} dtype={self.dtype.name}, "
-                f"numpy={np.array2string(self._value, separator=', ')}>")
+                f"numpy={np.array2string(self.numpy(), separator=', ')}>")
 
     def __array__(self, dtype=None, copy=None):
-        return np.asarray(self._value if dtype is None else self._value.astype(dtype))
+        with self._lock:
+            a = self._value
+            if copy:        # np.array(v): a copy, never the variable's own buffer
+                return np.array(a, dtype=dtype, copy=True)
+        return np.asarray(a if dtype is None else a.astype(dtype))
 
     def __bool__(self):
         return bool(self.read_value())
@@ -219,7 +239,7 @@ def _concrete_initial_value(initial_value, dtype):
     dtype = None if dtype is None else _dt.as_dtype(dtype)
     v = initial_value
     if isinstance(v, Variable):
-        v = v._value
+        v = _read(v)
     if type(v) is Tensor and v.is_symbolic:
         v = _evaluate_symbolic(v)
     if type(v) is Tensor:

@@ -4,6 +4,7 @@ The converter finds candidate lines statically (`converters/lint.py`); these run
 checks confirm them with the actual values and warn once per (kind, file, line).
 """
 import contextlib
+import threading
 import warnings
 
 from ...runtime import context
@@ -16,12 +17,12 @@ class TraceTimeSideEffectWarning(UserWarning):
 
 
 _warned = set()
-_state = {"suppressed": 0}
+_state = threading.local()   # .suppressed: probe traces under way in this thread
 
 
 def warn_once(kind, message, loc=None):
     """Warn with the user's file:line (once per kind and line) unless a probe trace runs."""
-    if _state["suppressed"]:
+    if getattr(_state, "suppressed", 0):
         return
     loc = loc or context.user_location()
     if loc is None:
@@ -41,11 +42,11 @@ def tracing():
 
 @contextlib.contextmanager
 def suppressed():
-    _state["suppressed"] += 1
+    _state.suppressed = getattr(_state, "suppressed", 0) + 1
     try:
         yield
     finally:
-        _state["suppressed"] -= 1
+        _state.suppressed -= 1
 
 
 class UnrollWatch:

@@ -23,10 +23,11 @@ def set_seed(seed):
 def _generator(seed):
     if seed is None:
         return _state["rng"]
-    stream = _state["streams"].get(seed)
-    if stream is None:
-        stream = np.random.default_rng([_state["seed"] or 0, int(seed)])
-        _state["streams"][seed] = stream
+    streams = _state["streams"]
+    stream = streams.get(seed)
+    if stream is None:      # setdefault: threads asking at once share one stream
+        stream = streams.setdefault(seed, np.random.default_rng([_state["seed"] or 0,
+                                                                 int(seed)]))
     return stream
 
 
