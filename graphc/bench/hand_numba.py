@@ -3,7 +3,7 @@
 Each `KERNELS[name](case)` returns a zero-argument callable producing the list of the
 workload's outputs (for the MLP step: the loss, then the parameters it updated in place).
 Array kernels are what a numba user writes for speed: `parallel=True` with `prange` over
-elements or rows, and the fast-math flags that only change rounding (`_FAST`). The two
+elements or rows, and the fast-math flags that only change rounding (`FASTMATH`). The two
 loops over a few thousand scalars stay serial, as a user would leave them (a parallel
 region costs more than the loop). Kernels keep float32 arithmetic where graphc does, so
 results agree within rounding; they are cached on disk by numba (cache=True), so only the
@@ -22,10 +22,10 @@ _F = np.float32
 # fastmath=True minus what changes more than rounding: "nnan"/"ninf" (NaN and inf inputs
 # would give garbage), "nsz" (-0.0 becomes 0.0) and "afn" (approximate exp/sin/tanh).
 # Reassociation is what lets LLVM vectorize the reductions, as fastmath=True would.
-_FAST = {"arcp", "contract", "reassoc"}
+FASTMATH = {"arcp", "contract", "reassoc"}
 
 
-@numba.njit(cache=True, parallel=True, fastmath=_FAST)
+@numba.njit(cache=True, parallel=True, fastmath=FASTMATH)
 def _elementwise(x):
     out = np.empty_like(x)
     for i in prange(x.size):
@@ -34,7 +34,7 @@ def _elementwise(x):
     return out
 
 
-@numba.njit(cache=True, parallel=True, fastmath=_FAST)
+@numba.njit(cache=True, parallel=True, fastmath=FASTMATH)
 def _softmax(x):
     out = np.empty_like(x)
     for r in prange(x.shape[0]):
@@ -52,7 +52,7 @@ def _softmax(x):
     return out
 
 
-@numba.njit(cache=True, parallel=True, fastmath=_FAST)
+@numba.njit(cache=True, parallel=True, fastmath=FASTMATH)
 def _layernorm(x, gamma, beta):
     out = np.empty_like(x)
     cols = x.shape[1]
@@ -83,7 +83,7 @@ def _scalar_loop(n):
     return np.int32(s)
 
 
-@numba.njit(cache=True, fastmath=_FAST)
+@numba.njit(cache=True, fastmath=FASTMATH)
 def _branchy_loop(x):
     # serial (10,000 elements: a parallel region's start-up would dominate); reassoc lets
     # LLVM vectorize the branchy sum
@@ -97,7 +97,7 @@ def _branchy_loop(x):
     return acc
 
 
-@numba.njit(cache=True, parallel=True, fastmath=_FAST)
+@numba.njit(cache=True, parallel=True, fastmath=FASTMATH)
 def _xent_grad(logits, labels, dlogits):
     """Mean sparse softmax cross-entropy; writes d loss / d logits into `dlogits`."""
     batch, classes = logits.shape
@@ -119,7 +119,7 @@ def _xent_grad(logits, labels, dlogits):
     return np.float32(loss / batch)
 
 
-@numba.njit(cache=True, parallel=True, fastmath=_FAST)
+@numba.njit(cache=True, parallel=True, fastmath=FASTMATH)
 def _relu_bias(h_pre, bias):
     """h_pre += bias, then relu, in place."""
     for r in prange(h_pre.shape[0]):
@@ -127,7 +127,7 @@ def _relu_bias(h_pre, bias):
             h_pre[r, c] = max(h_pre[r, c] + bias[c], _F(0.0))
 
 
-@numba.njit(cache=True, parallel=True, fastmath=_FAST)
+@numba.njit(cache=True, parallel=True, fastmath=FASTMATH)
 def _sgd_bias(bias, grad_rows, lr, mask):
     """bias -= lr * column sums of grad_rows (times mask > 0 when given), in place."""
     for c in prange(bias.shape[0]):
