@@ -1,7 +1,7 @@
 """The benchmark's outputs: the text table, the JSON file and the speedup bar chart."""
 import json
 
-from .runner import format_seconds, format_speedup
+from .runner import format_seconds, format_speedup, hogs_text
 
 PLOT_MISSING = ("--plot needs matplotlib, which is not installed; install it with "
                 "`pip install matplotlib` (or `pip install 'graphc[plot]'`), or leave out --plot")
@@ -39,7 +39,7 @@ def contention_line(contention):
         return "contention: none (--contended adds CPU-hog processes on all but one core)"
     where = (f"pinned to core(s) {', '.join(map(str, contention['hog_cores']))}"
              if contention["pinned"] else "unpinned")
-    return (f"contention: {contention['hog_processes']} CPU-hog process(es) {where} "
+    return (f"contention: {hogs_text(contention['hog_processes'])} {where} "
             f"({contention['note']}), running during each workload's timed repeats only "
             f"(first calls and the triad ran without them); {contention['started']} "
             "started in all, each stopped after its workload")

@@ -110,8 +110,8 @@ def _run(names, backends, quick, min_time, peers, seed, out, contention):
     triad = timing.numpy_triad_gbps(triad_n, min_time)
     out.write(f" {triad:.1f} GB/s\n")
     if contention is not None:
-        out.write(f"--contended: {len(contention.cores)} CPU-hog process(es) while each "
-                  f"workload is timed ({contention.note})\n")
+        out.write(f"--contended: {hogs_text(len(contention.cores))} while each workload "
+                  f"is timed ({contention.note})\n")
     peer_status = {p.name: (p.unavailable() if peers else "--no-peers") for p in PEERS}
     peer_list = [p for p in PEERS if peer_status[p.name] is None]
     results = []
@@ -181,6 +181,11 @@ def run_workload(workload, sizes, backends, peer_list, min_time, seed=0, out=Non
             continue
         _add_result(result, workload, mode, kind, x.timing(), out)
     return result
+
+
+def hogs_text(count):
+    """'1 CPU-hog process' / '3 CPU-hog processes'."""
+    return f"{count} CPU-hog process{'' if count == 1 else 'es'}"
 
 
 def _hog_deadline_s(min_time, modes):

@@ -44,7 +44,9 @@ def test_contended_run_counts_its_hogs_and_leaves_none_behind(capsys, tmp_path, 
     out, err = capsys.readouterr()
     assert rc == 0, err
     assert out.startswith("measuring numpy triad") and "graphc bench --quick --contended:" in out
-    assert f"contention: {EXPECTED_HOGS} CPU-hog process(es) " in out
+    plural = "process" if EXPECTED_HOGS == 1 else "processes"
+    assert f"contention: {EXPECTED_HOGS} CPU-hog {plural} " in out
+    assert f"--contended: {EXPECTED_HOGS} CPU-hog {plural} while each workload" in out
     data = json.loads(path.read_text())["contention"]
     assert data["hog_processes"] == EXPECTED_HOGS
     assert data["started"] == 2 * EXPECTED_HOGS == len(data["pids"])   # two workloads
