@@ -87,7 +87,7 @@ def test_environment_variable_is_named_as_the_origin(capsys, seen_during_run, mo
     before = blas_threads.current()
     rc, out, err = bench(capsys, *FAST, "--workload", "probe")
     assert rc == 0, err
-    assert f"(as set by OPENBLAS_NUM_THREADS=3; --blas-threads N pins it)" in out
+    assert "(as set by OPENBLAS_NUM_THREADS=3; --blas-threads N pins it)" in out
     assert set(seen_during_run) == {before}
 
 
