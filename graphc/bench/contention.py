@@ -76,6 +76,7 @@ class CpuHogs:
         self.procs = []
         self.pids = []
         self.record = record      # a list that also gets every pid started, if given
+        self.ended_early = None   # set by stop()
 
     def __enter__(self):
         try:
@@ -111,6 +112,10 @@ class CpuHogs:
                                f"{proc.returncode}): {err[-1] if err else 'no output'}")
 
     def stop(self):
+        """Stop every hog; `ended_early` then lists those that had already ended (their
+        deadline passed, or they were killed) while they should have been running."""
+        if self.ended_early is None:
+            self.ended_early = [p.pid for p in self.procs if p.poll() is not None]
         for proc in self.procs:
             _stop(proc)
 

@@ -175,6 +175,10 @@ def run_workload(workload, sizes, backends, peer_list, min_time, seed=0, out=Non
     with hogs:
         # every mode is timed in the same rounds, so a busy moment hits them all
         timing.sample_interleaved(timed, min_time)
+    if getattr(hogs, "ended_early", None):
+        result.notes.append(f"--contended: {len(hogs.ended_early)} of {len(hogs.pids)} CPU "
+                            "hogs ended before the timing did (past their deadline): these "
+                            "figures are partly uncontended")
     for mode, kind, x in series:
         if getattr(x.call, "error", None) is not None:
             result.notes.append(f"{mode} left out: {x.call.error}"[:300])

@@ -55,6 +55,8 @@ def test_contended_run_counts_its_hogs_and_leaves_none_behind(capsys, tmp_path, 
     # the triad ran with no hog; each workload's hogs all ran while its modes were timed
     assert alive_while_timed == [[]] + [g.pids for g in groups]
     assert contention.wait_gone(data["pids"], timeout_s=0) == []      # stopped, not waited on
+    assert [g.ended_early for g in groups] == [[], []]
+    assert "hogs ended before" not in out
     assert not contention._live
 
 
@@ -101,6 +103,28 @@ def test_a_hog_stops_by_itself_at_its_deadline():
         assert proc.wait(timeout=60) == 0       # ended on its own, not by a signal
     finally:
         hogs.stop()
+
+
+def test_hogs_ending_before_the_timing_are_noted(capsys, monkeypatch):
+    monkeypatch.setattr(runner, "_hog_deadline_s", lambda min_time, modes: 0.0)
+    sample = runner.timing.sample_interleaved
+    groups = []
+    enter = contention.CpuHogs.__enter__
+
+    def recording_enter(self):
+        groups.append(self)
+        return enter(self)
+    monkeypatch.setattr(contention.CpuHogs, "__enter__", recording_enter)
+
+    def waiting_sample(series, *rest):
+        if groups:      # let the hogs reach their (zero) deadline before the rounds end
+            assert contention.wait_gone(groups[-1].pids, timeout_s=60) == []
+        return sample(series, *rest)
+    monkeypatch.setattr(runner.timing, "sample_interleaved", waiting_sample)
+    assert main(["bench", *FAST, "--contended"]) == 0
+    out = capsys.readouterr().out
+    assert (f"- dispatch: --contended: {EXPECTED_HOGS} of {EXPECTED_HOGS} CPU hogs ended "
+            "before the timing did") in out
 
 
 def test_a_hog_stops_by_itself_when_its_parent_dies():
