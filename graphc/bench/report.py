@@ -1,7 +1,7 @@
 """The benchmark's outputs: the text table, the JSON file and the speedup bar chart."""
 import json
 
-from .runner import format_seconds, format_speedup
+from .runner import format_seconds, format_speedup, hogs_text
 
 PLOT_MISSING = ("--plot needs matplotlib, which is not installed; install it with "
                 "`pip install matplotlib` (or `pip install 'graphc[plot]'`), or leave out --plot")
@@ -11,23 +11,38 @@ _COLUMNS = [("workload", "<"), ("size", "<"), ("mode", "<"), ("first call", ">")
 
 
 def header_lines(report):
-    """Where and with what the numbers were measured, and the triad reference."""
+    """Where and with what the numbers were measured: machine, versions, BLAS threads,
+    the CPU hogs of --contended, and the triad reference."""
     m = report.machine
     versions = ", ".join(f"{k} {m[k]}" for k in ("python", "graphc", "numpy", "numba",
                                                  "tensorflow", "jax") if m.get(k))
     threads = " ".join(f"{k}={v}" for k, v in (m.get("thread_env") or {}).items())
     if threads:
         versions += f"; {threads}"
-    if m.get("blas_threads"):
-        versions += f"; BLAS threads: {m['blas_threads']}"
-    lines = [f"graphc bench{' --quick' if report.quick else ''}: {m['date']}, "
+    flags = (" --quick" if report.quick else "") + (" --contended" if report.contention
+                                                    else "")
+    lines = [f"graphc bench{flags}: {m['date']}, "
              f"{m['cores']} cores ({m['cpu']}), {m['os']}"
              + (f", load average {m['load_average']}" if m.get("load_average") is not None
                 else ""),
              f"versions: {versions}",
+             f"numpy BLAS threads: {m.get('blas_threads') or 'unknown'}",
+             contention_line(report.contention),
              f"numpy triad a = b + s*c on {report.triad_elements:,} float32: "
              f"{report.triad_gbps:.1f} GB/s"]
     return lines
+
+
+def contention_line(contention):
+    """The header's line on CPU hogs: how many ran, where and when (or that none did)."""
+    if not contention:
+        return "contention: none (--contended adds CPU-hog processes on all but one core)"
+    where = (f"pinned to core(s) {', '.join(map(str, contention['hog_cores']))}"
+             if contention["pinned"] else "unpinned")
+    return (f"contention: {hogs_text(contention['hog_processes'])} {where} "
+            f"({contention['note']}), running during each workload's timed repeats only "
+            f"(first calls and the triad ran without them); {contention['started']} "
+            "started in all, each stopped after its workload")
 
 
 def table_rows(report):

@@ -1,5 +1,5 @@
 """Run workloads in every mode, check each against eager, and collect the timings."""
-import os
+import contextlib
 import sys
 from dataclasses import asdict, dataclass, field
 
@@ -8,6 +8,8 @@ import numpy as np
 import graphc as gc
 from ..runtime import nest
 from . import timing
+from .blas_threads import BlasThreads
+from .contention import Contention
 from .environment import describe_machine
 from .peers import PEERS, PeerUnsupported
 from .workloads import WORKLOADS
@@ -53,6 +55,7 @@ class BenchReport:
     triad_elements: int
     peers: dict            # peer name -> None when used, else why not
     workloads: list
+    contention: dict = None   # --contended: the CPU hogs that ran (Contention.to_json)
 
     def to_json(self):
         """A plain dict (the --json file's content)."""
@@ -82,26 +85,33 @@ def _gpu_missing():
         return f"numba.cuda unusable: {e}"
 
 
-def run(names, backends, quick=False, min_time=0.5, peers=True, seed=0, out=None):
+def run(names, backends, quick=False, min_time=0.5, peers=True, seed=0, out=None,
+        blas_threads=None, contended=False):
     """Run the named workloads in eager mode, on `backends` and the available peers.
 
-    Writes one progress line per workload to `out`; returns a BenchReport. Raises
-    BenchError when a mode fails or disagrees with eager.
+    numpy's BLAS keeps its thread count unless `blas_threads` pins it (BlasThreadsError
+    when it cannot be). With `contended`, CPU-hog processes take every core but one while each
+    workload is timed. Writes one progress line per workload to `out`; returns a
+    BenchReport. Raises BenchError when a mode fails or disagrees with eager.
     """
     out = out or sys.stdout
-    blas_note, restore = pin_blas_threads()
-    try:
-        return _run(names, backends, quick, min_time, peers, seed, out, blas_note)
-    finally:
-        restore()
+    contention = Contention() if contended else None
+    with BlasThreads(blas_threads) as blas:
+        report = _run(names, backends, quick, min_time, peers, seed, out, contention)
+    report.machine["blas_threads"] = blas.note
+    report.machine["blas_thread_count"] = blas.threads
+    return report
 
 
-def _run(names, backends, quick, min_time, peers, seed, out, blas_note):
+def _run(names, backends, quick, min_time, peers, seed, out, contention):
     triad_n = WORKLOADS["elementwise"].sizes_for(quick)["n"]
     out.write(f"measuring numpy triad bandwidth ({triad_n:,} float32) ...")
     out.flush()
     triad = timing.numpy_triad_gbps(triad_n, min_time)
     out.write(f" {triad:.1f} GB/s\n")
+    if contention is not None:
+        out.write(f"--contended: {hogs_text(len(contention.cores))} while each workload "
+                  f"is timed ({contention.note})\n")
     peer_status = {p.name: (p.unavailable() if peers else "--no-peers") for p in PEERS}
     peer_list = [p for p in PEERS if peer_status[p.name] is None]
     results = []
@@ -111,40 +121,21 @@ def _run(names, backends, quick, min_time, peers, seed, out, blas_note):
         out.write(f"[{k}/{len(names)}] {name} ({workload.size_text(sizes)}):")
         out.flush()
         try:
-            result = run_workload(workload, sizes, backends, peer_list, min_time, seed, out)
+            result = run_workload(workload, sizes, backends, peer_list, min_time, seed, out,
+                                  contention)
         finally:
             out.write("\n")
             out.flush()
         results.append(result)
-    machine = describe_machine()
-    machine["blas_threads"] = blas_note
-    return BenchReport(machine, quick, min_time, ["eager"] + list(backends),
-                       triad, triad_n, peer_status, results)
+    return BenchReport(describe_machine(), quick, min_time, ["eager"] + list(backends),
+                       triad, triad_n, peer_status, results,
+                       None if contention is None else contention.to_json())
 
 
-def pin_blas_threads():
-    """Run numpy's BLAS on one thread unless the user chose a thread count; returns (what
-    the header says, how to undo it).
-
-    On a shared 2-core VM, OpenBLAS's own threads made a 0.3 ms matmul take up to 40 ms
-    (its workers wait for a core the other thread holds), which turned every matmul-heavy
-    row into noise. Every mode and peer then runs with the same setting; graphc itself may
-    still split a big product across numba's threads (kernels/blas_split.py).
-    """
-    chosen = [k for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-              if k in os.environ]
-    if chosen:
-        return f"as set by {chosen[0]}={os.environ[chosen[0]]}", lambda: None
-    from ..kernels import blas
-    before = blas.blas_threads()
-    if before and blas.set_blas_threads(1):
-        return ("1 (set by graphc bench; export OPENBLAS_NUM_THREADS to choose)",
-                lambda: blas.set_blas_threads(before))
-    return "numpy's default", lambda: None
-
-
-def run_workload(workload, sizes, backends, peer_list, min_time, seed=0, out=None):
-    """Time one workload in every mode; returns its WorkloadResult."""
+def run_workload(workload, sizes, backends, peer_list, min_time, seed=0, out=None,
+                 contention=None):
+    """Time one workload in every mode (beside `contention`'s CPU hogs, if given, once
+    every first call is checked); returns its WorkloadResult."""
     out = out or sys.stdout
     result = WorkloadResult(workload.name, workload.summary, workload.size_text(sizes), sizes)
     if workload.bytes_moved is not None:
@@ -177,14 +168,34 @@ def run_workload(workload, sizes, backends, peer_list, min_time, seed=0, out=Non
         x = _prepare_peer(result, workload, peer, sizes, seed, (reference, labels))
         if x is not None:
             series.append((peer.name, "peer", x))
-    # every mode is timed in the same rounds, so a busy moment of the machine hits them all
-    timing.sample_interleaved([x for _, _, x in series], min_time)
+    timed = [x for _, _, x in series]
+    hogs = contextlib.nullcontext()
+    if contention is not None:
+        hogs = contention.hogs(_hog_deadline_s(min_time, len(timed)))
+    with hogs:
+        # every mode is timed in the same rounds, so a busy moment hits them all
+        timing.sample_interleaved(timed, min_time)
+    if getattr(hogs, "ended_early", None):
+        result.notes.append(f"--contended: {len(hogs.ended_early)} of {len(hogs.pids)} CPU "
+                            "hogs ended before the timing did (past their deadline): these "
+                            "figures are partly uncontended")
     for mode, kind, x in series:
         if getattr(x.call, "error", None) is not None:
             result.notes.append(f"{mode} left out: {x.call.error}"[:300])
             continue
         _add_result(result, workload, mode, kind, x.timing(), out)
     return result
+
+
+def hogs_text(count):
+    """'1 CPU-hog process' / '3 CPU-hog processes'."""
+    return f"{count} CPU-hog process{'' if count == 1 else 'es'}"
+
+
+def _hog_deadline_s(min_time, modes):
+    """When the hogs stop by themselves: twice the longest the timed rounds may take
+    (timing.sample_interleaved's cap), plus a margin for one slow round."""
+    return 2 * timing.max_sampling_s(min_time, modes) + 30.0
 
 
 def _failed(workload, mode, e):

@@ -88,8 +88,13 @@ def sample_interleaved(series, min_time, min_repeats=3):
         for x in series:
             if len(x.samples) < min_repeats or x.spent < min_time:
                 x.sample()
-        if clock() - start > 20 * max(min_time, 0.05) * len(series):
+        if clock() - start > max_sampling_s(min_time, len(series)):
             break           # a call far slower than its estimate: enough rounds
+
+
+def max_sampling_s(min_time, count):
+    """After this long, sample_interleaved ends once its current round is done."""
+    return 20 * max(min_time, 0.05) * count
 
 
 def numpy_triad_gbps(n, min_time):

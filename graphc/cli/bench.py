@@ -13,6 +13,8 @@ examples:
   graphc bench --quick                         small sizes, the whole run in under 30 s
   graphc bench --workload softmax --workload layernorm --backend numba
   graphc bench --json results.json --plot speedups.png
+  graphc bench --contended                     the same, with every core but one kept busy
+  graphc bench --blas-threads 1                numpy's BLAS pinned to one thread
 
 Every mode is checked against eager execution first; a disagreement stops the run with
 exit status 1. Bad options print one line and exit with status 2."""
@@ -40,6 +42,13 @@ def add_parser(subparsers):
                         f"{DEFAULT_MIN_TIME}, or {QUICK_MIN_TIME} with --quick)")
     p.add_argument("--no-peers", action="store_true",
                    help="leave out the TensorFlow, JAX and hand-written numba columns")
+    p.add_argument("--contended", action="store_true",
+                   help="run a busy-loop process on every core but one while each workload "
+                        "is timed (they stop by themselves), for reproducible figures of a "
+                        "busy machine")
+    p.add_argument("--blas-threads", type=int, metavar="N",
+                   help="pin numpy's BLAS to N threads for the run (default: leave it as "
+                        "numpy and your environment set it; the header says how many)")
     p.add_argument("--json", metavar="FILE", help="also write every figure to FILE as JSON")
     p.add_argument("--plot", metavar="FILE.png",
                    help="also draw a bar chart of speedups (needs matplotlib)")
@@ -51,6 +60,8 @@ def add_parser(subparsers):
 def run(args):
     """Validate the options, run the benchmark, print the table; 1 if a mode disagrees."""
     from ..bench import BenchError, WORKLOADS, report, run as run_bench
+    from ..bench.blas_threads import BlasThreadsError
+    from ..bench.contention import HogError
     if args.list:
         for w in WORKLOADS.values():
             print(f"{w.name:<16} {w.summary}")
@@ -62,6 +73,8 @@ def run(args):
         min_time = QUICK_MIN_TIME if args.quick else DEFAULT_MIN_TIME
     if not min_time > 0:
         raise UsageError(f"--min-time must be a positive number of seconds, got {min_time}")
+    if args.blas_threads is not None and args.blas_threads < 1:
+        raise UsageError(f"--blas-threads must be at least 1, got {args.blas_threads}")
     if args.plot:
         missing = report.plot_available()
         if missing:
@@ -72,8 +85,11 @@ def run(args):
                              f"{os.path.dirname(os.path.abspath(path))} does not exist")
     try:
         result = run_bench(names, backends, quick=args.quick, min_time=min_time,
-                           peers=not args.no_peers)
-    except BenchError as e:
+                           peers=not args.no_peers, blas_threads=args.blas_threads,
+                           contended=args.contended)
+    except BlasThreadsError as e:
+        raise UsageError(str(e)) from e
+    except (BenchError, HogError) as e:
         print(f"graphc bench: error: {e}", file=sys.stderr)
         return 1
     print()

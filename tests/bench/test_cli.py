@@ -32,7 +32,8 @@ def test_quick_dispatch_writes_table_and_json(capsys, tmp_path):
         assert f" {mode} " in table
     data = json.loads(path.read_text())
     assert set(data) == {"machine", "quick", "min_time_s", "backends", "triad_gbps",
-                         "triad_elements", "peers", "workloads"}
+                         "triad_elements", "peers", "workloads", "contention"}
+    assert data["contention"] is None and "contention: none (--contended adds" in out
     assert data["quick"] is True and data["min_time_s"] == 0.01
     assert data["backends"] == ["eager"] + AVAILABLE
     assert data["triad_gbps"] > 0 and data["machine"]["cores"] >= 1
@@ -126,6 +127,7 @@ def test_skipped_workload_is_reported(capsys, tmp_path, monkeypatch):
     (["--workload", "dispatch,nope"], "unknown workload 'nope'"),
     (["--backend", "tpu"], "unknown backend 'tpu'; choose from numpy, numba, cuda"),
     (["--min-time", "0"], "--min-time must be a positive number of seconds, got 0.0"),
+    (["--blas-threads", "0"], "--blas-threads must be at least 1, got 0"),
     (["--json", "/no/such/dir/x.json"], "--json /no/such/dir/x.json: directory /no/such/dir "
                                         "does not exist"),
 ])
@@ -174,25 +176,8 @@ def test_help_lists_the_options(capsys):
         main(["bench", "--help"])
     assert e.value.code == 0
     out = capsys.readouterr().out
-    for option in ("--workload", "--backend", "--quick", "--json", "--plot", "--min-time"):
+    for option in ("--workload", "--backend", "--quick", "--json", "--plot", "--min-time",
+                   "--contended", "--blas-threads"):
         assert option in out
 
 
-def test_bench_runs_blas_on_one_thread_unless_told_and_restores_it(monkeypatch):
-    from graphc.bench import runner
-    from graphc.kernels import blas
-    for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        monkeypatch.delenv(k, raising=False)
-    before = blas.blas_threads()
-    note, restore = runner.pin_blas_threads()
-    try:
-        if before:
-            assert note.startswith("1 (set by graphc bench") and blas.blas_threads() == 1
-        else:
-            assert note == "numpy's default"
-    finally:
-        restore()
-    assert blas.blas_threads() == before
-    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
-    note, restore = runner.pin_blas_threads()
-    assert note == "as set by OPENBLAS_NUM_THREADS=2" and blas.blas_threads() == before
