@@ -14,9 +14,9 @@ Every statement casts to the op's dtype, so int32 wraps and float32 stays float3
 as the numpy rules do; each carries a comment naming the op and the user's file:line.
 Kernels are compiled without fast-math flags: results are eager's up to rounding, with
 NaN, inf and signed zeros intact. Integer + - * wrap (`exact.wadd`...: numba's own are
-`nsw`, overflow undefined), float sums and products are accumulated block by block in
-explicit SIMD lanes and combined pairwise (`exact.block_sum`, `cascade_push`), since LLVM
-vectorizes a float reduction only under `reassoc`.
+`nsw`, overflow undefined), float row sums are accumulated block by block in explicit
+SIMD lanes and combined pairwise (`exact.block_sum`, `cascade_push`), since LLVM
+vectorizes a float reduction only under `reassoc`; float products stay in numpy's order.
 
 A group with sin/cos/tan also gets `_fast` variants: they call the vectorized polynomials
 (`fast_sin`...), which are exact below 2**17 (float32) or 2**47 (float64), and return how many
@@ -465,7 +465,7 @@ class _Body:
         lines = [sp + f"# {op.type} over axes {list(self.A)}: {where(op)}",
                  sp + f"{acc} = {cast}({_identity(op.type, dt)})"]
         body = self._full_chain([src])
-        if dt.is_floating and op.type in ("reduce_sum", "reduce_prod"):
+        if dt.is_floating and op.type == "reduce_sum":
             return lines + self._blocked(op, body, pad)
         if dt.is_floating and op.type in ("reduce_max", "reduce_min"):
             fn = "row_maximum" if op.type == "reduce_max" else "row_minimum"  # NaN-propagating
@@ -475,19 +475,18 @@ class _Body:
         return lines + self._inner(body, pad)
 
     def _blocked(self, op, body, pad):
-        """A float sum/prod over the innermost reduced axis in blocks of BLOCK values: LANES
+        """A float sum over the innermost reduced axis in blocks of BLOCK values: LANES
         accumulators take elements j, j + LANES, ... of a block (an inner loop over the lanes
         that LLVM vectorizes, no reassociation needed), the remainder of a block goes to one
-        more in order; each block's lanes are combined pairwise (`block_sum`) and the blocks
-        as a pairwise tree (`cascade_push`). Fixed order, numpy-like accuracy."""
+        more in order; each block's lanes are added pairwise (`block_sum`) and the blocks as
+        a pairwise tree (`cascade_push`). Fixed order, numpy-like accuracy."""
         v, acc = op.outputs[0], self.names[id(op.outputs[0])]
-        t, prod = np_name(v.type.dtype), op.type == "reduce_prod"
-        sym, red = ("*", "block_prod") if prod else ("+", "block_sum")
-        ident = f"{t}({_identity(op.type, v.type.dtype)})"
+        t = np_name(v.type.dtype)
+        zero = f"{t}(0)"
         src = self._ref(op.inputs[0])
         a = self.A[-1]
         sp = "    " * pad
-        lines = [sp + f"lv_{acc} = stack_array({t}, {LEVELS})  # pairwise partial results",
+        lines = [sp + f"lv_{acc} = stack_array({t}, {LEVELS})  # pairwise partial sums",
                  sp + f"ln_{acc} = stack_array({t}, {LANES})  # SIMD lanes of one block",
                  sp + f"n_{acc} = 0  # blocks done"]
         for depth, outer in enumerate(self.A[:-1]):
@@ -497,18 +496,18 @@ class _Body:
                   ind + f"    lo_{acc} = c_{acc} * {BLOCK}",
                   ind + f"    w_{acc} = min({BLOCK}, d{a} - lo_{acc})",
                   ind + f"    for k_{acc} in range({LANES}):",
-                  ind + f"        ln_{acc}[k_{acc}] = {ident}",
+                  ind + f"        ln_{acc}[k_{acc}] = {zero}",
                   ind + f"    for b_{acc} in range(w_{acc} // {LANES}):",
                   ind + f"        for k_{acc} in range({LANES}):",
                   ind + f"            i{a} = lo_{acc} + b_{acc} * {LANES} + k_{acc}"]
         lines += [ind + "            " + ln for ln in body]
-        lines += [ind + f"            ln_{acc}[k_{acc}] = {t}(ln_{acc}[k_{acc}] {sym} {src})",
-                  ind + f"    r_{acc} = {ident}  # the block's last w % {LANES} values, in order",
+        lines += [ind + f"            ln_{acc}[k_{acc}] = {t}(ln_{acc}[k_{acc}] + {src})",
+                  ind + f"    r_{acc} = {zero}  # the block's last w % {LANES} values, in order",
                   ind + f"    for i{a} in range(lo_{acc} + w_{acc} // {LANES} * {LANES}, "
                         f"lo_{acc} + w_{acc}):"]
         lines += [ind + "        " + ln for ln in body]
-        lines += [ind + f"        r_{acc} = {t}(r_{acc} {sym} {src})",
-                  ind + f"    n_{acc} = cascade_push(lv_{acc}, n_{acc}, {t}({red}(ln_{acc}, "
-                        f"{LANES}) {sym} r_{acc}), {prod})"]
-        lines.append(sp + f"{acc} = cascade_total(lv_{acc}, n_{acc}, {acc}, {prod})")
+        lines += [ind + f"        r_{acc} = {t}(r_{acc} + {src})",
+                  ind + f"    n_{acc} = cascade_push(lv_{acc}, n_{acc}, "
+                        f"{t}(block_sum(ln_{acc}, {LANES}) + r_{acc}))"]
+        lines.append(sp + f"{acc} = cascade_total(lv_{acc}, n_{acc}, {zero})")
         return lines

@@ -6,12 +6,14 @@
 - `to_int32`, `to_int64`: float -> int casts giving what numpy gives on x86 (INT_MIN for
   NaN, inf and out-of-range values) instead of LLVM's `fptosi` poison.
 - `stack_array`: a small array on the stack (no allocation; LLVM keeps it in registers).
-- `block_sum`, `block_prod`: a float block summed in explicit SIMD lanes in a fixed order,
-  combined pairwise. LLVM only vectorizes a float reduction under `reassoc`, which also
-  lets it rewrite `y - (y - x)` to `x`; these vectorize by construction.
-- `cascade_push`, `cascade_total`: block results combined as a pairwise tree (a binary
-  counter of partial sums), so a long reduction's rounding error grows like numpy's
-  pairwise sum, with log2(blocks) levels.
+- `block_sum`: a float block summed in explicit SIMD lanes in a fixed order, combined
+  pairwise. LLVM only vectorizes a float reduction under `reassoc`, which also lets it
+  rewrite `y - (y - x)` to `x`; this vectorizes by construction.
+- `cascade_push`, `cascade_total`: block sums combined as a pairwise tree (a binary
+  counter of partial sums), so a long sum's rounding error grows like numpy's pairwise
+  sum, with log2(blocks) levels.
+Float products stay sequential, in numpy's order: regrouped, a product that overflows in
+one part and underflows in another gives NaN (inf * 0) where numpy gives inf or 0.
 """
 import numpy as np
 from llvmlite import ir
@@ -20,7 +22,7 @@ from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
-BLOCK = 1024        # elements per block of a float sum/prod
+BLOCK = 1024        # elements per block of a float sum
 LANES = 64          # accumulators per block (an inner loop of 64 is vectorized, not unrolled:
 #                     16 lanes were unrolled and left scalar, 2.3x slower, measured)
 LEVELS = 64         # cascade levels: enough for 2**64 blocks
@@ -156,17 +158,16 @@ def _block_reduce(name, opname, identity):
 
 
 block_sum = _block_reduce("block_sum", "fadd", 0.0)
-block_prod = _block_reduce("block_prod", "fmul", 1.0)
 
 
 @njit(error_model="numpy", inline="always")
-def cascade_push(levels, count, s, prod):
-    """Add the `count`-th block result `s`: levels[k] holds the result of 2**k blocks when
-    bit k of count is set; equal-sized neighbours are combined (left op right) as in a
-    pairwise tree. Returns count + 1."""
+def cascade_push(levels, count, s):
+    """Add the `count`-th block sum `s`: levels[k] holds the sum of 2**k blocks when bit k
+    of count is set; equal-sized neighbours are added (left + right) as in a pairwise
+    tree. Returns count + 1. (inline: a call left in a prange body kept the loop scalar.)"""
     k, c = 0, count
     while c & 1:
-        s = levels[k] * s if prod else levels[k] + s
+        s = levels[k] + s
         c >>= 1
         k += 1
     levels[k] = s
@@ -174,18 +175,13 @@ def cascade_push(levels, count, s, prod):
 
 
 @njit(error_model="numpy", inline="always")
-def cascade_total(levels, count, identity, prod):
-    """The result of every pushed block: the partial trees, right to left (`identity` if
-    none)."""
-    total = identity
-    first = True
-    k = 0
+def cascade_total(levels, count, zero):
+    """The sum of every pushed block: the partial trees, right to left (`zero` if none)."""
+    total, first, k = zero, True, 0
     while count:
         if count & 1:
-            if first:
-                total, first = levels[k], False
-            else:
-                total = levels[k] * total if prod else levels[k] + total
+            total = levels[k] if first else levels[k] + total
+            first = False
         count >>= 1
         k += 1
     return total
