@@ -465,7 +465,12 @@ class _Body:
         lines = [sp + f"# {op.type} over axes {list(self.A)}: {where(op)}",
                  sp + f"{acc} = {cast}({_identity(op.type, dt)})"]
         body = self._full_chain([src])
-        if dt.is_floating and op.type == "reduce_sum":
+        if dt.is_floating and op.type == "reduce_sum" and self.A:
+            if len(self.A) == 1 and id(src) in self.buffered:   # the row is stored anyway
+                return lines + self._inner(body, pad) + [
+                    sp + f"lv_{acc} = stack_array({cast}, {LEVELS})  # pairwise partial sums",
+                    sp + f"{acc} = buffer_sum(buf_{self.names[id(src)]}, d{self.A[0]}, "
+                         f"lv_{acc}, {cast}(0))"]
             return lines + self._blocked(op, body, pad)
         if dt.is_floating and op.type in ("reduce_max", "reduce_min"):
             fn = "row_maximum" if op.type == "reduce_max" else "row_minimum"  # NaN-propagating

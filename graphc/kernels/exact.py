@@ -187,6 +187,19 @@ def cascade_total(levels, count, zero):
     return total
 
 
+@njit(error_model="numpy", inline="always")
+def buffer_sum(arr, n, levels, zero):
+    """arr[:n] (contiguous) summed as the fused loops sum a row: block_sum per BLOCK values,
+    the blocks as a pairwise tree. For values a kernel already keeps in a row buffer: a
+    sum over the stored row beats a second set of lanes in a costly loop (softmax's exp:
+    2.26 ms instead of 2.43 ms for 4096x1024 float32 on one thread, measured)."""
+    count = 0
+    for c in range((n + BLOCK - 1) // BLOCK):
+        lo = c * BLOCK
+        count = cascade_push(levels, count, block_sum(arr[lo:], min(BLOCK, n - lo)))
+    return cascade_total(levels, count, zero)
+
+
 def _nsz_extremum(name):
     """llvm.maximum/minimum (NaN-propagating) called with `reassoc nsz`: a row max/min
     vectorizes at full speed (0.23 ms instead of 0.52 ms for 4096x1024 float32, measured),

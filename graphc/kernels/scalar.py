@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 from numpy import bool_, float32, float64, int32, int64  # noqa: F401 - used by templates
 
-from .exact import (block_sum, cascade_push, cascade_total,  # noqa: F401
+from .exact import (block_sum, buffer_sum, cascade_push, cascade_total,  # noqa: F401
                     row_maximum, row_minimum, stack_array, to_int32, to_int64, wabs, wadd,
                     wmul, wneg, wsub)
 from .vecmath_bits import prefer_vector_width  # noqa: F401 - see codegen.vector_width
@@ -164,7 +164,7 @@ VECMATH_USED = _use_vecmath()
 
 __all__ = ["max", "min", "row_maximum", "row_minimum", "prefer_vector_width", "wadd", "wsub",
            "wmul", "wneg", "wabs", "to_int32", "to_int64", "stack_array", "block_sum",
-           "cascade_push", "cascade_total", "sign", "floor",
+           "buffer_sum", "cascade_push", "cascade_total", "sign", "floor",
            "ceil", "rint", "sqrt", "exp", "log", "log1p", "sin", "cos", "tan", "tanh", "erf",
            "ipow", "ifloordiv", "imod", "fast_sin", "fast_cos", "fast_tan", "fast_trig_miss",
            "bool_", "float32", "float64", "int32", "int64"]

@@ -408,3 +408,24 @@ def test_integer_floordiv_mod_pow_in_compiled_loops(numba_forced):
     for g, w, what in zip(got, eager(loop, a, b), ("//", "%", "**")):
         assert_bits(np.asarray(g), w.numpy(), what)
     assert np.asarray(got[0])[0] == info.min          # INT_MIN // -1 wraps (numba gave 0)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_sums_of_buffered_rows(numba_forced, dt):
+    # exp(x) is needed by two passes, so it is kept in a row buffer and summed from there
+    # (exact.buffer_sum); rows longer than a block (1024) go through the pairwise cascade
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((5, 2500)).astype(dt)
+    x[1, 7], x[2, 2000], x[3, :] = np.nan, np.inf, -np.inf
+
+    def softmax(x):
+        e = gc.exp(x)
+        return e / gc.reduce_sum(e, axis=-1, keepdims=True), gc.reduce_sum(e, axis=-1)
+    got = compiled(numba_forced, softmax, x)
+    want = eager(softmax, x)
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), w.numpy()
+        assert_bits(np.isnan(g), np.isnan(w), "NaN")
+        assert_bits(np.isinf(g), np.isinf(w), "inf")
+        fin = np.isfinite(w)
+        np.testing.assert_allclose(g[fin], w[fin], rtol=20 * np.finfo(dt).eps)
