@@ -429,3 +429,26 @@ def test_sums_of_buffered_rows(numba_forced, dt):
         assert_bits(np.isinf(g), np.isinf(w), "inf")
         fin = np.isfinite(w)
         np.testing.assert_allclose(g[fin], w[fin], rtol=20 * np.finfo(dt).eps)
+
+
+def test_no_fast_math_flags_in_generated_kernels_or_loops(numba_forced):
+    x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
+
+    def softmax(x):
+        e = gc.exp(x - gc.reduce_max(x, axis=-1, keepdims=True))
+        return e / gc.reduce_sum(e, axis=-1, keepdims=True)
+
+    def loop(x):
+        i = gc.constant(0)
+        while i < 2:
+            x = x * 0.5 + 1.0
+            i += 1
+        return x
+    for fn, loops in ((softmax, False), (loop, True)):
+        fast = gc.function(fn, backend="numba")
+        with numba_forced.expect(kernels=not loops, loops=loops):
+            fast(x)
+        graph = fast.get_concrete_function(x).graph
+        sources = [r.source for _, r, _ in graph._numba_plan.loops if r is not None] if loops \
+            else [cpu.describe(graph)]
+        assert sources and all("njit(" in s and "fastmath" not in s for s in sources)
