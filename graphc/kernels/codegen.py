@@ -12,6 +12,11 @@ Layout of a kernel over domain axes i0..i{R-1} with reduced axes A and kept axes
 
 Every statement casts to the op's dtype, so int32 wraps and float32 stays float32 exactly
 as the numpy rules do; each carries a comment naming the op and the user's file:line.
+Kernels are compiled without fast-math flags: results are eager's up to rounding, with
+NaN, inf and signed zeros intact. Integer + - * wrap (`exact.wadd`...: numba's own are
+`nsw`, overflow undefined), float row sums are accumulated block by block in explicit
+SIMD lanes and combined pairwise (`exact.block_sum`, `cascade_push`), since LLVM
+vectorizes a float reduction only under `reassoc`; float products stay in numpy's order.
 
 A group with sin/cos/tan also gets `_fast` variants: they call the vectorized polynomials
 (`fast_sin`...), which are exact below 2**17 (float32) or 2**47 (float64), and return how many
@@ -25,13 +30,13 @@ import os
 import numpy as np
 
 from ..runtime.registry import REGISTRY
+from .exact import BLOCK, LANES, LEVELS
 from .fusion import REDUCTIONS
 
 # ops worth keeping in a row buffer rather than recomputing in a later pass
 EXPENSIVE = {"exp", "log", "log1p", "tanh", "sin", "cos", "tan", "erf", "pow", "sqrt",
              "rsqrt"}
 ROW_CHUNK = 64      # rows per prange task when rows need buffers (allocated once per task)
-FASTMATH = {"reassoc", "contract", "nsz"}   # never nnan/ninf: NaN and inf keep their meaning
 TRIG = {"sin", "cos", "tan"}                # have a fast variant checked by fast_trig_miss
 
 
@@ -61,17 +66,26 @@ def _identity(kind, dtype):
     return str(info.max if big else info.min)
 
 
+_WRAPPING = {"add": "wadd", "subtract": "wsub", "multiply": "wmul"}
+
+
+def int_op(kind, a, b, cast):
+    """`a op b` for integers of numpy type `cast`, wrapping on overflow as numpy does (kind:
+    add, subtract or multiply; both operands are cast so the helper sees one type)."""
+    return f"{_WRAPPING[kind]}({cast}({a}), {cast}({b}))"
+
+
 def _update(kind, acc, v, cast, floating):
     """Loop-body lines updating accumulator `acc` with `v`.
 
     Float max/min track NaN in a separate flag: across columns (`codegen_columns`, an
     elementwise update of an output row) a compare-select vectorizes, a NaN-aware one does
-    not. Row reductions use `fmaximum`/`fminimum` instead (see `_Body._reduction`).
+    not. Row reductions use `row_maximum`/`row_minimum` instead (see `_Body._reduction`).
     """
-    if kind == "reduce_sum":
-        return [f"{acc} = {cast}({acc} + {v})"]
-    if kind == "reduce_prod":
-        return [f"{acc} = {cast}({acc} * {v})"]
+    if kind in ("reduce_sum", "reduce_prod"):
+        if not floating:
+            return [f"{acc} = {int_op('add' if kind == 'reduce_sum' else 'multiply', acc, v, cast)}"]
+        return [f"{acc} = {cast}({acc} {'+' if kind == 'reduce_sum' else '*'} {v})"]
     if kind in ("reduce_max", "reduce_min"):
         cmp = ">" if kind == "reduce_max" else "<"
         lines = [f"{acc} = {v} if {v} {cmp} {acc} else {acc}"]
@@ -97,11 +111,28 @@ def statement(op, args, fast=False):
     if fast and op.type in TRIG:
         expr = "fast_" + expr
     out = op.outputs[0].type.dtype
-    if op.type in _INT_CHECKED and out.is_integer:   # raise where numpy does (not 0)
-        expr = f"{_INT_CHECKED[op.type]}({args[0]}, {args[1]})"
+    if out.is_integer:
+        expr = _int_statement(op, args, out) or expr
     if out.name == "bool":
         return expr          # comparisons, logic and cast-to-bool already give a bool
     return f"{np_name(out)}({expr})"
+
+
+def _int_statement(op, args, out):
+    """The expression for an integer-valued op whose numba lowering is not numpy's rule
+    (overflow, INT_MIN // -1, negative powers, NaN to int), or None for the template."""
+    t = np_name(out)
+    if op.type in _INT_CHECKED:     # raise where numpy does (not 0); wrap like numpy
+        return f"{_INT_CHECKED[op.type]}({args[0]}, {args[1]})"
+    if op.type in _WRAPPING:
+        return int_op(op.type, args[0], args[1], t)
+    if op.type == "square":
+        return int_op("multiply", args[0], args[0], t)
+    if op.type in ("negative", "abs"):
+        return f"{'wneg' if op.type == 'negative' else 'wabs'}({t}({args[0]}))"
+    if op.type == "cast" and op.inputs[0].type.dtype.is_floating:
+        return f"to_{t}({args[0]})"      # numpy's INT_MIN for NaN/inf/out of range
+    return None
 
 
 class KernelSpec:
@@ -172,7 +203,6 @@ def generate(spec, fname):
     variants = [(fname, False)]
     if has_fast_variant(spec.group):
         variants.append((fname + "_fast", True))
-    fm = "{" + ", ".join(repr(f) for f in sorted(FASTMATH)) + "}"
     from .codegen_chunks import CHECKED_FLAG, ChunkedBody, is_chunked_group
     from .codegen_columns import ColumnBody, is_column_group
     body_class = ColumnBody if is_column_group(spec) else _Body
@@ -188,9 +218,9 @@ def generate(spec, fname):
             src.append(f"def {name}({params}):")
             src.extend("    " + ln.replace("RANGE0(", rng + "(") for ln in body)
             src.append("")
-        src.append(f"{base} = njit(cache=True, error_model='numpy', fastmath={fm})({base})")
-        src.append(f"{base}_par = njit(cache=True, parallel=True, error_model='numpy', "
-                   f"fastmath={fm})({base}_par)")
+        src.append(f"{base} = njit(cache=True, error_model='numpy')({base})")
+        src.append(f"{base}_par = njit(cache=True, parallel=True, error_model='numpy')"
+                   f"({base}_par)")
         src.append("")
     return "\n".join(src)
 
@@ -266,7 +296,8 @@ class _Body:
         acc = f"miss_{self.names[id(v)]}"
         if acc not in [m[0] for m in self.misses]:
             self.misses.append((acc, np_name(v.type.dtype)))
-        return [line, f"{acc} += fast_trig_miss({args[0]})"]
+        # an integer count: a float sum would not vectorize without reassociation
+        return [line, f"{acc} += fast_trig_miss({args[0]}) != 0"]
 
     def _closure(self, sinks, stop=()):
         """ids of the full-level values needed for `sinks` (not looking past `stop`)."""
@@ -413,7 +444,7 @@ class _Body:
             out.append(sp + "# store the full-size outputs")
             out.extend(self._inner(body, pad))
         if self.misses:    # reduction variables: prange sums them across threads
-            out = [f"{acc} = {dt}(0)  # fast-trig arguments beyond range" for acc, dt in
+            out = [f"{acc} = 0  # fast-trig arguments beyond range" for acc, _ in
                    self.misses] + out
             out.append("return " + " + ".join(acc for acc, _ in self.misses))
         if not out:
@@ -435,9 +466,54 @@ class _Body:
         lines = [sp + f"# {op.type} over axes {list(self.A)}: {where(op)}",
                  sp + f"{acc} = {cast}({_identity(op.type, dt)})"]
         body = self._full_chain([src])
+        if dt.is_floating and op.type == "reduce_sum" and self.A:
+            if len(self.A) == 1 and id(src) in self.buffered:   # the row is stored anyway
+                return lines + self._inner(body, pad) + [
+                    sp + f"lv_{acc} = stack_array({cast}, {LEVELS})  # pairwise partial sums",
+                    sp + f"{acc} = buffer_sum(buf_{self.names[id(src)]}, d{self.A[0]}, "
+                         f"lv_{acc}, {cast}(0))"]
+            return lines + self._blocked(op, body, pad)
         if dt.is_floating and op.type in ("reduce_max", "reduce_min"):
-            fn = "fmaximum" if op.type == "reduce_max" else "fminimum"     # NaN-propagating
+            fn = "row_maximum" if op.type == "reduce_max" else "row_minimum"  # NaN-propagating
             body.append(f"{acc} = {fn}({acc}, {self._ref(src)})")
         else:
             body.extend(_update(op.type, acc, self._ref(src), cast, dt.is_floating))
         return lines + self._inner(body, pad)
+
+    def _blocked(self, op, body, pad):
+        """A float sum over the innermost reduced axis in blocks of BLOCK values: LANES
+        accumulators take elements j, j + LANES, ... of a block (an inner loop over the lanes
+        that LLVM vectorizes, no reassociation needed), the remainder of a block goes to one
+        more in order; each block's lanes are added pairwise (`block_sum`) and the blocks as
+        a pairwise tree (`cascade_push`). Fixed order, numpy-like accuracy."""
+        v, acc = op.outputs[0], self.names[id(op.outputs[0])]
+        t = np_name(v.type.dtype)
+        zero = f"{t}(0)"
+        src = self._ref(op.inputs[0])
+        a = self.A[-1]
+        sp = "    " * pad
+        lines = [sp + f"lv_{acc} = stack_array({t}, {LEVELS})  # pairwise partial sums",
+                 sp + f"ln_{acc} = stack_array({t}, {LANES})  # SIMD lanes of one block",
+                 sp + f"n_{acc} = 0  # blocks done"]
+        for depth, outer in enumerate(self.A[:-1]):
+            lines.append("    " * (pad + depth) + f"for i{outer} in range(d{outer}):")
+        ind = "    " * (pad + len(self.A) - 1)
+        lines += [ind + f"for c_{acc} in range((d{a} + {BLOCK - 1}) // {BLOCK}):",
+                  ind + f"    lo_{acc} = c_{acc} * {BLOCK}",
+                  ind + f"    w_{acc} = min({BLOCK}, d{a} - lo_{acc})",
+                  ind + f"    for k_{acc} in range({LANES}):",
+                  ind + f"        ln_{acc}[k_{acc}] = {zero}",
+                  ind + f"    for b_{acc} in range(w_{acc} // {LANES}):",
+                  ind + f"        for k_{acc} in range({LANES}):",
+                  ind + f"            i{a} = lo_{acc} + b_{acc} * {LANES} + k_{acc}"]
+        lines += [ind + "            " + ln for ln in body]
+        lines += [ind + f"            ln_{acc}[k_{acc}] = {t}(ln_{acc}[k_{acc}] + {src})",
+                  ind + f"    r_{acc} = {zero}  # the block's last w % {LANES} values, in order",
+                  ind + f"    for i{a} in range(lo_{acc} + w_{acc} // {LANES} * {LANES}, "
+                        f"lo_{acc} + w_{acc}):"]
+        lines += [ind + "        " + ln for ln in body]
+        lines += [ind + f"        r_{acc} = {t}(r_{acc} + {src})",
+                  ind + f"    n_{acc} = cascade_push(lv_{acc}, n_{acc}, "
+                        f"{t}(block_sum(ln_{acc}, {LANES}) + r_{acc}))"]
+        lines.append(sp + f"{acc} = cascade_total(lv_{acc}, n_{acc}, {zero})")
+        return lines

@@ -12,7 +12,7 @@ ever needs redoing:
     for c in RANGE0((d0 + CHUNK - 1) // CHUNK):      # prange in the parallel variant
         lo = c * CHUNK; n = min(CHUNK, d0 - lo)
         <1-d views of the chunk's inputs and outputs>
-        for j in range(n): <trig arguments>; miss += fast_trig_miss(argument)
+        for j in range(n): <trig arguments>; miss += fast_trig_miss(argument) != 0
         if miss == 0:  for j in range(n): <loads, statements with fast trig, stores>
         else:          for j in range(n): <the same with whole-range trig>
     return <chunks that took the whole-range path>
@@ -87,9 +87,10 @@ class ChunkedBody:
         scan = self._scan_ops()
         used = {id(v) for op in scan for v in op.inputs}
         used |= {id(v) for op in g.ops if op.type in TRIG for v in op.inputs}
-        checks = [f"miss += fast_trig_miss({self.names[id(op.inputs[0])]})"
+        checks = [f"miss += fast_trig_miss({self.names[id(op.inputs[0])]}) != 0"
                   for op in g.ops if op.type in TRIG]
-        out.append("    miss = 0.0  # trig arguments beyond the fast range")
+        out.append("    miss = 0  # trig arguments beyond the fast range (an integer count: "
+                   "a float sum does not vectorize without reassociation)")
         out += self._loop(self._statements(scan, True) + checks,
                           [k for k in indexed if id(g.inputs[k]) in used], [])
         stores = [f"o{k}[j] = {self.names[id(v)]}" for k, v in enumerate(g.outputs)]

@@ -81,7 +81,7 @@ class ColumnBody(_Body):
                         f"    {self._acc(op)} = {cast}(np.nan)"]
             out += self._kept_loops(fix, 1, rest, last)
         if self.misses:
-            out = [f"{acc} = {dt}(0)  # fast-trig arguments beyond range" for acc, dt in
+            out = [f"{acc} = 0  # fast-trig arguments beyond range" for acc, _ in
                    self.misses] + out
             out.append("return " + " + ".join(acc for acc, _ in self.misses))
         return out

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..runtime.registry import REGISTRY, ELEMENTWISE
 from ..runtime.types import TensorType
-from .codegen import np_name, statement
+from .codegen import int_op, np_name, statement
 from .fusion import SUPPORTED_DTYPES
 
 # Bigger values run faster as fused kernels and BLAS than as naive loop nests, and their
@@ -98,9 +98,16 @@ def _identity(kind, dtype):
     return f"{t}({int_text(info.max if big else info.min)})"
 
 
+def _arith(kind, a, b, t):
+    """`a + b` or `a * b` (kind: add, multiply) in numpy type `t`; integers wrap."""
+    if t.startswith("int"):
+        return int_op(kind, a, b, t)
+    return f"{t}({a} {'+' if kind == 'add' else '*'} {b})"
+
+
 def _update(kind, acc, v, t):
     """`acc` combined with element `v`: max/min propagate NaN like np.max (scalar.max)."""
-    return {"reduce_sum": f"{t}({acc} + {v})", "reduce_prod": f"{t}({acc} * {v})",
+    return {"reduce_sum": _arith("add", acc, v, t), "reduce_prod": _arith("multiply", acc, v, t),
             "reduce_max": f"max({acc}, {v})", "reduce_min": f"min({acc}, {v})",
             "reduce_all": f"{acc} & {v}", "reduce_any": f"{acc} | {v}"}[kind]
 
@@ -300,7 +307,7 @@ class TensorLowering:
         self.emit(d, f"{acc} = {t}(0)  # cumsum {loc}")
         n = shape[axis]
         self.emit(d, f"for {k} in " + (f"range({n} - 1, -1, -1):" if reverse else f"range({n}):"))
-        add = f"{acc} = {t}({acc} + {src}[{at}])"
+        add = f"{acc} = {_arith('add', acc, f'{src}[{at}]', t)}"
         store = f"{buf}[{at}] = {acc}"
         for line in ((store, add) if exclusive else (add, store)):
             self.emit(d + 1, line)
@@ -325,7 +332,7 @@ class TensorLowering:
         rhs = elem(b, bshape, *((j, k) if tb else (k, j)))
         self.emit(d, f"{acc} = {t}(0)  # matmul {loc}")
         self.emit(d, f"for {k} in range({inner}):")
-        self.emit(d + 1, f"{acc} = {t}({acc} + {lhs} * {rhs})")
+        self.emit(d + 1, f"{acc} = {_arith('add', acc, _arith('multiply', lhs, rhs, t), t)}")
         self.emit(d, f"{buf}[{', '.join(idx)}] = {acc}")
 
 

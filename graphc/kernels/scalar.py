@@ -4,6 +4,7 @@ Generated kernels do `from graphc.kernels.scalar import *`. The math functions c
 `graphc.kernels.vecmath.SCALAR_FUNCS` (polynomial versions LLVM can vectorize) when that
 module exists, else from `math`/numpy. max/min propagate NaN like np.maximum/np.minimum
 (Python's max/min do not), and floor/ceil/rint keep the float dtype (math.floor returns int).
+Integer arithmetic wraps as numpy's does (`exact.wadd`...; codegen.statement picks them).
 """
 import math
 
@@ -11,25 +12,30 @@ import numpy as np
 from numba import njit
 from numpy import bool_, float32, float64, int32, int64  # noqa: F401 - used by templates
 
-from .vecmath_bits import fmaximum, fminimum  # noqa: F401 - float max/min row reductions
+from .exact import (block_sum, buffer_sum, cascade_push, cascade_total,  # noqa: F401
+                    row_maximum, row_minimum, stack_array, to_int32, to_int64, wabs, wadd,
+                    wmul, wneg, wsub)
 from .vecmath_bits import prefer_vector_width  # noqa: F401 - see codegen.vector_width
 
 _INLINE = dict(error_model="numpy")
 
 
+# np.maximum/np.minimum: the first argument if it is NaN or strictly beyond the second,
+# else the second (so maximum(-0.0, 0.0) is 0.0 and maximum(0.0, -0.0) is -0.0)
 @njit(**_INLINE)
 def max(a, b):  # noqa: A001 - the template name
-    return a if (a >= b or a != a) else b
+    return a if (a > b or a != a) else b
 
 
 @njit(**_INLINE)
 def min(a, b):  # noqa: A001
-    return a if (a <= b or a != a) else b
+    return a if (a < b or a != a) else b
 
 
 @njit(**_INLINE)
 def sign(a):
-    return np.sign(a)
+    # np.sign: +0.0 for either zero, NaN for NaN (numba's np.sign keeps -0.0)
+    return 1 if a > 0 else (-1 if a < 0 else (0 if a == 0 else a))
 
 
 @njit(**_INLINE)
@@ -98,7 +104,15 @@ def ipow(a, b):
     # (serial code: no raise inside prange) catch this and rerun interpreted for numpy's error
     if b < 0:
         raise ArithmeticError("integer to a negative power")
-    return a ** b
+    # square-and-multiply in int64 with wrapping products: numpy's wrapped result (the
+    # caller casts to the op's dtype; the low bits do not depend on the width)
+    r, base, e = np.int64(1), np.int64(a), b
+    while e:
+        if e & 1:
+            r = wmul(r, base)
+        base = wmul(base, base)
+        e >>= 1
+    return r
 
 
 @njit(**_INLINE)
@@ -106,6 +120,8 @@ def ifloordiv(a, b):
     # error_model='numpy' gives 0; compiled loops catch this and rerun interpreted
     if b == 0:
         raise ZeroDivisionError("integer division by zero")
+    if b == -1:    # INT_MIN // -1 wraps to INT_MIN in numpy (numba gives 0)
+        return wneg(a)
     return a // b
 
 
@@ -113,6 +129,8 @@ def ifloordiv(a, b):
 def imod(a, b):
     if b == 0:
         raise ZeroDivisionError("integer division by zero")
+    if b == -1:
+        return a - a
     return a % b
 
 
@@ -144,7 +162,9 @@ _REPLACEABLE = {"exp", "log", "log1p", "sin", "cos", "tan", "tanh", "erf", "sqrt
                 "pow", "fast_sin", "fast_cos", "fast_tan", "fast_trig_miss"}
 VECMATH_USED = _use_vecmath()
 
-__all__ = ["max", "min", "fmaximum", "fminimum", "prefer_vector_width", "sign", "floor",
+__all__ = ["max", "min", "row_maximum", "row_minimum", "prefer_vector_width", "wadd", "wsub",
+           "wmul", "wneg", "wabs", "to_int32", "to_int64", "stack_array", "block_sum",
+           "buffer_sum", "cascade_push", "cascade_total", "sign", "floor",
            "ceil", "rint", "sqrt", "exp", "log", "log1p", "sin", "cos", "tan", "tanh", "erf",
            "ipow", "ifloordiv", "imod", "fast_sin", "fast_cos", "fast_tan", "fast_trig_miss",
            "bool_", "float32", "float64", "int32", "int64"]
