@@ -90,7 +90,16 @@ def main(argv=None):
     p.add_argument("--seconds", type=float, default=60)
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--reps", type=int, default=30)
+    p.add_argument("--assume-free", type=int, default=0,
+                   help="pretend this many cores are free (e.g. the machine's count: every "
+                        "parallel region uses them all, as before the free-core signal)")
     a = p.parse_args(argv)
+    if a.assume_free:
+        from graphc.kernels import cores
+        cores.free_cores = lambda: a.assume_free
+    print(f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '')} "
+          f"GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT', '(graphc default)')} "
+          f"assume_free={a.assume_free or 'no (measured)'}")
     rows = []
     for name, f, args in workloads():
         fns = {"eager": f, "numpy": gc.function(f, backend="numpy"), "auto": gc.function(f)}

@@ -97,6 +97,27 @@ def free_from(n_cpus, others_busy):
 SIGNAL = _Signal()
 
 
+def _fixed():
+    """GRAPHC_THREADS=N: every parallel region uses N threads (capped by numba's pool),
+    whatever the load (benchmarks, tests, a machine whose load the signal cannot see)."""
+    v = os.environ.get("GRAPHC_THREADS", "").strip()
+    if not v:
+        return None
+    try:
+        n = int(v)
+    except ValueError:
+        raise ValueError(f"GRAPHC_THREADS={v!r} is not a number of threads: set it to a "
+                         "whole number >= 1, or unset it to use the free cores") from None
+    if n < 1:
+        raise ValueError(f"GRAPHC_THREADS={n} must be at least 1 (1: serial kernels only)")
+    return n
+
+
+_FIXED = []     # [GRAPHC_THREADS or None] once read: an environment lookup costs ~0.5 us
+
+
 def free_cores():
     """Cores a parallel region may use now (1: run the serial variant)."""
-    return SIGNAL.get()
+    if not _FIXED:
+        _FIXED.append(_fixed())
+    return _FIXED[0] if _FIXED[0] is not None else SIGNAL.get()

@@ -36,7 +36,8 @@ class Machine:
         monkeypatch.setenv("GRAPHC_KERNEL_CHOICE", "measure")
         monkeypatch.setenv("GRAPHC_CACHE_DIR", str(cache_dir))   # no choices of other tests
         # a parallel region whatever numba's pool size on the machine running the tests
-        monkeypatch.setattr(launch.numba.config, "NUMBA_NUM_THREADS", 64)
+        monkeypatch.setattr(launch.numba.config, "NUMBA_NUM_THREADS",
+                            max(2, launch.numba.config.NUMBA_NUM_THREADS))
         monkeypatch.setattr(launch, "enter", lambda threads: None)
         monkeypatch.setattr(groups, "enter", lambda threads: None)
         monkeypatch.setenv("GRAPHC_NUMBA_MIN_SIZE", "0")
@@ -249,3 +250,19 @@ def test_free_from_rounds_and_clamps():
 def test_real_signal_is_within_the_affinity_mask():
     assert 1 <= cores.free_cores() <= len(cores.affinity())
     assert cores.read_busy(cores.affinity()) is None or cores.read_busy([0]) >= 0
+
+
+@pytest.mark.parametrize("value,want", [("3", 3), ("1", 1), ("", None)])
+def test_graphc_threads_fixes_the_count(monkeypatch, value, want):
+    monkeypatch.setenv("GRAPHC_THREADS", value)
+    monkeypatch.setattr(cores, "_FIXED", [])
+    monkeypatch.setattr(cores.SIGNAL, "get", lambda: 7)
+    assert cores.free_cores() == (want if want is not None else 7)
+
+
+@pytest.mark.parametrize("value", ["two", "0", "-1", "1.5"])
+def test_graphc_threads_that_is_not_a_count_is_a_clear_error(monkeypatch, value):
+    monkeypatch.setenv("GRAPHC_THREADS", value)
+    monkeypatch.setattr(cores, "_FIXED", [])
+    with pytest.raises(ValueError, match="GRAPHC_THREADS"):
+        cores.free_cores()

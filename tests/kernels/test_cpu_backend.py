@@ -10,7 +10,7 @@ import pytest
 
 import graphc as gc
 from graphc.errors import InvalidArgumentError
-from graphc.kernels import cache, cores, cpu, groups
+from graphc.kernels import cache, cpu, groups
 from graphc.kernels.stats import COUNTS
 from graphc.runtime.backends import get_backend
 
@@ -308,10 +308,9 @@ def test_loop_with_unknown_shape_state_falls_back_with_reason():
     assert "interpreted, because" in cpu.describe(f.get_concrete_function(x).graph)
 
 
-def test_measured_choice_times_both_kernel_variants(monkeypatch):
+def test_measured_choice_times_both_kernel_variants(monkeypatch, all_cores_free):
     monkeypatch.setenv("GRAPHC_KERNEL_CHOICE", "measure")
     monkeypatch.setattr(groups, "PAR_MIN", 0)
-    monkeypatch.setattr(cores, "free_cores", lambda: 2)   # both variants are candidates
     f = gc.function(lambda x: gc.exp(x * 0.25) - gc.sqrt(x * x + 1.0), backend="numba")
     x = np.linspace(-3, 3, 40, dtype=np.float32).reshape(8, 5)
     np.testing.assert_allclose(f(x).numpy(), np.exp(x * 0.25) - np.sqrt(x * x + 1), rtol=1e-6,
