@@ -20,17 +20,17 @@ from numba.extending import intrinsic
 
 from . import blas
 from .cache_numba import njit     # cache=True: machine code in graphc's sealed cache only
-from .launch import PARALLEL, enter, region_threads
+from .launch import PARALLEL, enter, pool_threads
 
 SPLIT_MIN = 1 << 22          # multiply-adds (x@W1 of the MLP step: 25.7M)
 _NO_TRANS = 111
 
 
 def applies(dtype, m, n, k, threads=None):
-    """Worth splitting over `threads` (default: the cores free now, launch.py)?"""
+    """Worth splitting over `threads` (default: numba's pool, launch.py)?"""
     if m * n * k < SPLIT_MIN:
         return False
-    threads = region_threads() if threads is None else threads
+    threads = pool_threads() if threads is None else threads
     return (threads > 1 and max(m, n) >= 2 * threads and blas.blas_threads() == 1 and
             _kernel(dtype) is not None)
 
@@ -123,7 +123,10 @@ _CHOICES = {}
 def run(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c):
     """C = alpha*op(A)@op(B) + beta*C, in parts when that is faster; False (nothing done)
     when the caller should make one ordinary call."""
-    threads = region_threads()
+    # every thread, not just the free cores: a long product gains a bigger share of a busy
+    # machine from a second thread (128x784 @ 784x256 beside a busy-loop process: the MLP
+    # step 1.8 ms split vs 6 ms single), and the medians below stop splits that lose
+    threads = pool_threads()
     if not applies(dtype, m, n, k, threads):
         return False
     key = (np.dtype(dtype), ta, tb, m, n, k, threads)   # timings per thread count

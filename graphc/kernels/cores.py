@@ -116,8 +116,14 @@ def _fixed():
 _FIXED = []     # [GRAPHC_THREADS or None] once read: an environment lookup costs ~0.5 us
 
 
-def free_cores():
-    """Cores a parallel region may use now (1: run the serial variant)."""
+def fixed():
+    """GRAPHC_THREADS, or None when unset."""
     if not _FIXED:
         _FIXED.append(_fixed())
-    return _FIXED[0] if _FIXED[0] is not None else SIGNAL.get()
+    return _FIXED[0]
+
+
+def free_cores():
+    """Cores a parallel region may use now (1: run the serial variant)."""
+    n = fixed()
+    return n if n is not None else SIGNAL.get()

@@ -25,6 +25,12 @@ def region_threads():
     return min(cores.free_cores(), numba.config.NUMBA_NUM_THREADS)
 
 
+def pool_threads():
+    """Every thread numba has (or GRAPHC_THREADS): for work that measures its own split."""
+    n = cores.fixed()
+    return min(n, numba.config.NUMBA_NUM_THREADS) if n else numba.config.NUMBA_NUM_THREADS
+
+
 def enter(threads):
     """Inside PARALLEL: give this thread's next region `threads` threads."""
     if getattr(_set, "n", None) != threads:
