@@ -13,7 +13,6 @@ import statistics
 import time
 from collections import deque
 
-import numba
 import numpy as np
 from llvmlite import ir
 from numba import prange, types
@@ -21,16 +20,17 @@ from numba.extending import intrinsic
 
 from . import blas
 from .cache_numba import njit     # cache=True: machine code in graphc's sealed cache only
-from .launch import PARALLEL
+from .launch import PARALLEL, enter, pool_threads
 
 SPLIT_MIN = 1 << 22          # multiply-adds (x@W1 of the MLP step: 25.7M)
 _NO_TRANS = 111
 
 
-def applies(dtype, m, n, k):
+def applies(dtype, m, n, k, threads=None):
+    """Worth splitting over `threads` (default: numba's pool, launch.py)?"""
     if m * n * k < SPLIT_MIN:
         return False
-    threads = numba.get_num_threads()
+    threads = pool_threads() if threads is None else threads
     return (threads > 1 and max(m, n) >= 2 * threads and blas.blas_threads() == 1 and
             _kernel(dtype) is not None)
 
@@ -123,9 +123,13 @@ _CHOICES = {}
 def run(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c):
     """C = alpha*op(A)@op(B) + beta*C, in parts when that is faster; False (nothing done)
     when the caller should make one ordinary call."""
-    if not applies(dtype, m, n, k):
+    # every thread, not just the free cores: a long product gains a bigger share of a busy
+    # machine from a second thread (128x784 @ 784x256 beside a busy-loop process: the MLP
+    # step 1.8 ms split vs 6 ms single), and the medians below stop splits that lose
+    threads = pool_threads()
+    if not applies(dtype, m, n, k, threads):
         return False
-    key = (np.dtype(dtype), ta, tb, m, n, k)
+    key = (np.dtype(dtype), ta, tb, m, n, k, threads)   # timings per thread count
     choice = _CHOICES.get(key)
     if choice is None:
         choice = _CHOICES[key] = _Choice()
@@ -135,11 +139,12 @@ def run(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c):
         real = np.float32 if key[0] == np.float32 else np.float64
         addr = ctypes.cast(blas._GEMM[key[0]], ctypes.c_void_p).value
         with PARALLEL:
+            enter(threads)
             _split(np.int64(addr), np.int64(key[0].itemsize), np.int64(ta), np.int64(tb),
                    np.int64(m), np.int64(n), np.int64(k), real(alpha),
                    np.int64(a.ctypes.data), np.int64(lda), np.int64(b.ctypes.data),
                    np.int64(ldb), real(beta), np.int64(c.ctypes.data), np.int64(max(1, n)),
-                   np.int64(numba.get_num_threads()))
+                   np.int64(threads))
     else:
         blas._GEMM[key[0]](101, ta, tb, m, n, k, alpha, a.ctypes.data, lda, b.ctypes.data, ldb,
                            beta, c.ctypes.data, max(1, n))

@@ -307,6 +307,9 @@ def drop_compiled(py_path):
 # -- measured choices (kernel vs numpy), persisted beside the kernels ----------------------
 
 _TIMES = ("kernel_s", "numpy_s", "serial_s", "parallel_s", "first_call_s")
+# the conditions a choice was measured under (adaptive.py): cpus, affinity mask size, and
+# the cores free then
+_CONDITIONS = ("cpus", "affinity", "free")
 
 
 def _valid_entry(entry):
@@ -319,6 +322,8 @@ def _valid_entry(entry):
             ok = isinstance(v, str)
         elif k in _TIMES:
             ok = v is None or (type(v) in (int, float) and math.isfinite(v) and v >= 0)
+        elif k in _CONDITIONS:
+            ok = type(v) is int and 1 <= v <= 1 << 20
         else:
             ok = False
         if not ok:

@@ -22,8 +22,10 @@ from .groups import KERNEL_NAME, GroupRunner
 # of splitting a training step's two big matmuls. Spinning without end (libgomp's default
 # 300000 spins) held a busy machine's cores: >= 8 ms per region. 100000 spins (a few ms)
 # then sleep: the empty region 8 us idle; with another process hogging a core, its median
-# 15 us but one region in ten waits ~3.5 ms. Set before the first parallel kernel loads
-# libgomp; the user's OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
+# 15 us but one region in ten waits ~3.5 ms -- so regions run only on free cores
+# (launch.py: the serial variant when another process is busy, and then nothing spins;
+# docs/backends.md "Busy machines" has the figures). Set before the first parallel kernel
+# loads libgomp; the user's OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
 if "OMP_WAIT_POLICY" not in os.environ:
     os.environ.setdefault("GOMP_SPINCOUNT", "100000")
 
@@ -209,7 +211,9 @@ def describe(graph):
                 extra = f" ({times})"
             what = d["choice"] + (f" ({d['variant']})" if d["choice"] == "kernel" and
                                   "variant" in d else "")
-            lines.append(f"    choice for {klass}: {what}{extra} [{d.get('source', '')}]")
+            cond = (f", {d['free']} of {d['affinity']} cores free" if "free" in d and
+                    "affinity" in d else "")
+            lines.append(f"    choice for {klass}: {what}{extra} [{d.get('source', '')}{cond}]")
         for reason in runner.fallbacks:
             lines.append(f"    fallback: {reason}")
         kernels = list(runner.used.values())

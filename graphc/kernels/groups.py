@@ -1,5 +1,4 @@
 """Running one fused group: shapes, kernel lookup, kernel-vs-numpy choice, numpy fallback."""
-import math
 import os
 import sys
 import time
@@ -10,9 +9,9 @@ import numpy as np
 from .. import config
 from ..runtime.registry import REGISTRY
 from ..runtime.run_errors import is_located, located
-from . import cache, codegen, codegen_chunks
+from . import adaptive, cache, codegen, codegen_chunks, cores
 from .fusion import REDUCTIONS
-from .launch import PARALLEL, one_at_a_time
+from .launch import PARALLEL, enter, parallel_or_serial, region_threads
 from .output_pool import OutputPool
 from .stats import COUNTS
 
@@ -71,9 +70,12 @@ class _Kernel:
         """Run the kernel; with fast trig, redo with the whole-range one if an argument missed
         (every output is rewritten in full, so the redo leaves no trace of the fast try)."""
         if par:
-            with PARALLEL:      # one parallel region at a time (launch.py)
-                return self._run(par, args)
-        return self._run(par, args)
+            threads = region_threads()      # the cores free now (launch.py)
+            if threads > 1:
+                with PARALLEL:              # one parallel region at a time
+                    enter(threads)
+                    return self._run(True, args)
+        return self._run(False, args)
 
     def _run(self, par, args):
         COUNTS.kernel_calls += 1
@@ -108,13 +110,14 @@ class _Layout:
     """Everything about one set of input shapes: domain, output shapes, chosen spec."""
 
     __slots__ = ("domain", "out_shapes", "spec", "flat_spec", "size", "reason", "ready",
-                 "numpy_s", "hot", "go")
+                 "numpy_s", "hot", "go", "calls")
 
     def __init__(self):
         self.domain = self.out_shapes = self.spec = self.flat_spec = None
         self.size = 0
         self.reason = None
         self.ready = {}     # contiguous? -> (kernel, parallel?, decision) once decided
+        self.calls = {}     # contiguous? -> the steady-state call for that decision
         self.numpy_s = 0.0  # time spent in numpy rules while below the size threshold
         self.hot = None     # below the threshold: worth a kernel? (None: not asked yet)
         self.go = None      # once decided (and no flat variant to choose): the whole call
@@ -128,6 +131,7 @@ class GroupRunner:
         self.numpy_steps = _numpy_steps(group)
         self.layouts = {}
         self.decisions = {}   # (key, shape class) -> dict(choice=..., kernel_s=..., numpy_s=...)
+        self.watches = {}     # (key, shape class) -> adaptive.Watch of a measured decision
         self.used = {}        # key -> _Kernel, the kernels this group actually ran
         self.fallbacks = []   # reasons the kernel was not used
         self.min_size = min_size()
@@ -183,6 +187,13 @@ class GroupRunner:
                 lay.hot = lay.numpy_s >= COMPILE_AFTER
                 return out
         flat = lay.flat_spec is not None and all(a.flags.c_contiguous for a in arrays)
+        go = lay.calls.get(flat)
+        if go is None:
+            go = self._steady(lay, flat, arrays)
+        return go(arrays)
+
+    def _steady(self, lay, flat, arrays):
+        """The call for these shapes (and contiguity) from now on, until a re-measure."""
         ready = lay.ready.get(flat)
         if ready is None:
             ready = self._prepare(lay, flat, arrays)
@@ -192,15 +203,48 @@ class GroupRunner:
         else:
             go = self._direct(kern, lay, par) if not flat else partial(
                 self._run_kernel, kern, lay=lay, flat=flat, par=par)
+        watch = self.watches.get((kern.key, _klass(lay))) if kern is not None else None
+        if watch is not None and watch.decision is decision:
+            go = self._sampled(go, watch, lay, flat)
+        lay.calls[flat] = go
         if lay.flat_spec is None:
             lay.go = go        # every later call with these shapes: no more decisions
-        return go(arrays)
+        return go
+
+    def _sampled(self, go, watch, lay, flat):
+        """`go`, timed on one call in adaptive.SAMPLE_EVERY (the choice expires, adaptive.py)."""
+        every = adaptive.SAMPLE_EVERY
+
+        def call(arrays):
+            watch.tick += 1
+            if watch.tick % every:
+                return go(arrays)
+            t0 = adaptive.clock()
+            out = go(arrays)
+            if watch.expired(adaptive.clock() - t0, cores.free_cores()) and \
+                    watch.busy.acquire(blocking=False):
+                try:
+                    self._remeasure(lay, flat, arrays)
+                finally:
+                    watch.busy.release()
+            return out
+        return call
+
+    def _remeasure(self, lay, flat, arrays):
+        """Measure every variant again on these inputs; later calls use the new choice."""
+        kern, _, old = lay.ready[flat]
+        spec = lay.flat_spec if flat else lay.spec
+        par_ok = lay.size >= PAR_MIN and len(spec.axes) < spec.rank
+        decision = self._decide(kern, _klass(lay), arrays, lay, flat, par_ok, stored=False)
+        lay.ready[flat] = (kern, decision.get("variant") == "parallel", decision)
+        lay.calls.pop(flat, None)
+        lay.go = None
 
     def _direct(self, kern, lay, par):
         """The steady-state call for one layout: allocate outputs, run the kernel."""
         if kern.fast is not None:
             return partial(self._run_kernel, kern, lay=lay, flat=False, par=par)
-        fn = one_at_a_time(kern.parallel) if par else kern.serial
+        fn = parallel_or_serial(kern.parallel, kern.serial) if par else kern.serial
         outs = [(s, v.type.dtype.np) for s, v in zip(lay.out_shapes, self.group.outputs)]
         dims = lay.domain
         alloc = self.outputs.allocator(outs)
@@ -222,7 +266,7 @@ class GroupRunner:
             return ready
         self.used[kern.key] = kern
         par_ok = lay.size >= PAR_MIN and len(spec.axes) < spec.rank
-        klass = "x".join(map(str, lay.domain))
+        klass = _klass(lay)
         decision = self.decisions.get((kern.key, klass))
         if decision is None:
             decision = self._decide(kern, klass, arrays, lay, flat, par_ok)
@@ -250,25 +294,28 @@ class GroupRunner:
             return [o.reshape(s) for o, s in zip(outs, lay.out_shapes)]
         return outs
 
-    def _decide(self, kern, klass, arrays, lay, flat, par_ok):
-        """Time the kernel (one thread, and prange when big enough) against the numpy
-        rules on these very inputs and keep the fastest; persisted beside the cache."""
+    def _decide(self, kern, klass, arrays, lay, flat, par_ok, stored=True):
+        """Time the kernel (one thread, and prange when big enough and cores are free)
+        against the numpy rules on these very inputs and keep the fastest; persisted beside
+        the cache with the conditions it was measured under, and watched (adaptive.py)."""
         mode = choice_mode()
-        saved = cache.get_choice(kern.key, klass) if mode == "measure" else None
-        if saved is not None:
+        free = cores.free_cores()
+        saved = cache.get_choice(kern.key, klass) if mode == "measure" and stored else None
+        if saved is not None and adaptive.trusted(saved, free):
             decision = dict(saved, source="disk")
-            self.decisions[(kern.key, klass)] = decision
-            return decision
+            return self._decided(kern, klass, decision)
         variants = ["serial", "parallel"] if par_ok else ["serial"]
         if mode != "measure":
             variants = variants[-1:]
+        elif free <= 1:
+            variants = ["serial"]     # a parallel region would run serially now anyway
         times, first = {}, None
         for variant in variants:
             run = partial(self._run_kernel, kern, arrays, lay, flat, variant == "parallel")
             try:
-                t0 = time.perf_counter()
+                t0 = adaptive.clock()
                 run()                                           # compiles or loads
-                first = first or time.perf_counter() - t0
+                first = first or adaptive.clock() - t0
             except Exception as e:  # noqa: BLE001 - a kernel that cannot compile falls back
                 kern.error = f"kernel failed to compile/run: {type(e).__name__}: {e}"
                 if kern.status == "hit":
@@ -278,32 +325,32 @@ class GroupRunner:
                 self.decisions[(kern.key, klass)] = decision
                 return decision
             if mode == "measure":
-                times[variant] = _best(run)
+                times[variant] = adaptive.median_time(run)
         variant = min(times, key=times.get) if times else variants[-1]
         decision = {"choice": "kernel", "variant": variant, "first_call_s": first}
         if mode == "measure":
-            tn = _best(lambda: self.run_numpy(arrays))
+            tn = adaptive.median_time(lambda: self.run_numpy(arrays))
             decision.update({f"{v}_s": t for v, t in times.items()}, kernel_s=times[variant],
-                            numpy_s=tn, choice="kernel" if times[variant] <= tn else "numpy")
+                            numpy_s=tn, choice="kernel" if times[variant] <= tn else "numpy",
+                            **adaptive.conditions(free))
             cache.put_choice(kern.key, klass, decision)
         elif mode == "numpy":
             decision = {"choice": "numpy", "reason": "GRAPHC_KERNEL_CHOICE=numpy"}
         decision["source"] = "measured" if mode == "measure" else "forced"
+        return self._decided(kern, klass, decision)
+
+    def _decided(self, kern, klass, decision):
         self.decisions[(kern.key, klass)] = decision
+        if "numpy_s" in decision:      # measured: watched for drift from now on
+            old = self.watches.get((kern.key, klass))
+            self.watches[(kern.key, klass)] = (old.successor(decision) if old is not None
+                                               else adaptive.Watch(decision))
         return decision
 
 
-def _best(fn, budget=0.05):
-    """Best of a few timed runs, fewer when one run is slow."""
-    best = math.inf
-    start = time.perf_counter()
-    for k in range(5):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-        if k and time.perf_counter() - start > budget:
-            break
-    return best
+def _klass(lay):
+    """The shape class a choice is recorded under."""
+    return "x".join(map(str, lay.domain))
 
 
 def _numpy_steps(group):

@@ -195,7 +195,7 @@ def test_non_contiguous_inputs_agree():
     _agree(lambda a: a[:, ::2] * 3.0 - 1.0, x)
 
 
-def test_parallel_variant_agrees(monkeypatch):
+def test_parallel_variant_agrees(monkeypatch, all_cores_free):
     """The prange variant (used from PAR_MIN elements up) on small shapes."""
     from graphc.kernels import groups
     monkeypatch.setattr(groups, "PAR_MIN", 0)

@@ -95,7 +95,8 @@ def split_everything(monkeypatch):
     from graphc.kernels import blas_split
     monkeypatch.setattr(blas_split, "SPLIT_MIN", 1)
     monkeypatch.setattr(blas, "blas_threads", lambda: 1)
-    monkeypatch.setattr(blas_split.numba, "get_num_threads", lambda: 2)
+    monkeypatch.setattr(blas_split, "pool_threads", lambda: 2)      # two numba threads
+    monkeypatch.setattr(blas_split, "enter", lambda threads: None)  # numba's own count
     monkeypatch.setattr(blas_split, "_CHOICES", {})
     return blas_split
 

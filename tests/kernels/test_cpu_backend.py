@@ -308,7 +308,7 @@ def test_loop_with_unknown_shape_state_falls_back_with_reason():
     assert "interpreted, because" in cpu.describe(f.get_concrete_function(x).graph)
 
 
-def test_measured_choice_times_both_kernel_variants(monkeypatch):
+def test_measured_choice_times_both_kernel_variants(monkeypatch, all_cores_free):
     monkeypatch.setenv("GRAPHC_KERNEL_CHOICE", "measure")
     monkeypatch.setattr(groups, "PAR_MIN", 0)
     f = gc.function(lambda x: gc.exp(x * 0.25) - gc.sqrt(x * x + 1.0), backend="numba")

@@ -467,6 +467,7 @@ def test_parallel_kernels_from_several_threads_on_numbas_workqueue_layer(tmp_pat
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, NUMBA_THREADING_LAYER="workqueue", GRAPHC_NUMBA_MIN_SIZE="0",
                GRAPHC_KERNEL_CHOICE="kernel", GRAPHC_CACHE_DIR=str(tmp_path),
+               GRAPHC_THREADS="2",     # parallel regions even when other work is running
                PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     done = subprocess.run([sys.executable, "-c", _WORKQUEUE_SCRIPT], env=env, cwd=root,
                           capture_output=True, text=True, timeout=600)

@@ -1,0 +1,123 @@
+"""auto vs the numpy backend, idle and beside a CPU hog (issue 13's reproducer).
+
+Run:  PYTHONPATH=. python3 benchmarks/contended_bench.py [--hogs N] [--seconds S]
+
+Softmax 512x1024, layernorm 2048x512 and a trig chain over 1M float32, each called with a
+little numpy work between calls (as a user's script does). Everything is compiled before
+the hog starts; the hog is a busy-loop process that stops by itself after S seconds.
+Modes are measured in interleaved rounds and every figure is a median of this one run:
+compare ratios within a table, and read the load average printed beside it.
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import graphc as gc
+
+HOG = "import time\nt = time.time() + {s}\nwhile time.time() < t: pass\n"
+
+
+def softmax(x):
+    e = gc.exp(x - gc.reduce_max(x, axis=-1, keepdims=True))
+    return e / gc.reduce_sum(e, axis=-1, keepdims=True)
+
+
+def layernorm(x, g, b):
+    mean = gc.reduce_mean(x, axis=-1, keepdims=True)
+    xc = x - mean
+    var = gc.reduce_mean(xc * xc, axis=-1, keepdims=True)
+    return xc * gc.rsqrt(var + 1e-5) * g + b
+
+
+def trig(x):
+    return gc.sin(x) * gc.cos(2.0 * x) + gc.sin(0.5 * x) * 0.25
+
+
+def workloads():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((512, 1024), dtype=np.float32)
+    y = rng.standard_normal((2048, 512), dtype=np.float32)
+    g = rng.standard_normal(512, dtype=np.float32)
+    b = rng.standard_normal(512, dtype=np.float32)
+    t = rng.standard_normal(1 << 20, dtype=np.float32)
+    return [("softmax 512x1024", softmax, (x,)), ("layernorm 2048x512", layernorm, (y, g, b)),
+            ("trig chain 1M f32", trig, (t,))]
+
+
+def timed(fn, args, between, reps):
+    """Median per call, with `between` (a little numpy work) before each call."""
+    out = []
+    for _ in range(reps):
+        between()
+        t0 = time.perf_counter()
+        fn(*args)
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def measure(rows, rounds, reps):
+    scratch = np.ones(20000, np.float32)
+
+    def between():
+        np.multiply(scratch, 1.0001, out=scratch)
+
+    res = {}
+    for _ in range(rounds):
+        for name, fns, args in rows:
+            for mode, fn in fns.items():
+                res.setdefault((name, mode), []).extend(timed(fn, args, between, reps))
+    return {k: statistics.median(v) for k, v in res.items()}
+
+
+def table(title, med, rows):
+    print(f"\n{title}  (load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cpus, "
+          f"affinity {len(os.sched_getaffinity(0))})")
+    print(f"{'workload':22s} {'eager':>9s} {'numpy be':>9s} {'auto':>9s} {'auto/numpy':>10s} "
+          f"{'auto/eager':>10s}")
+    for name, _, _ in rows:
+        e, n, a = (med[(name, m)] * 1e3 for m in ("eager", "numpy", "auto"))
+        print(f"{name:22s} {e:8.3f}m {n:8.3f}m {a:8.3f}m {a / n:10.2f} {e / a:10.2f}")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--hogs", type=int, default=1)
+    p.add_argument("--seconds", type=float, default=60)
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--reps", type=int, default=30)
+    p.add_argument("--assume-free", type=int, default=0,
+                   help="pretend this many cores are free (e.g. the machine's count: every "
+                        "parallel region uses them all, as before the free-core signal)")
+    a = p.parse_args(argv)
+    if a.assume_free:
+        from graphc.kernels import cores
+        cores.free_cores = lambda: a.assume_free
+    print(f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '')} "
+          f"GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT', '(graphc default)')} "
+          f"assume_free={a.assume_free or 'no (measured)'}")
+    rows = []
+    for name, f, args in workloads():
+        fns = {"eager": f, "numpy": gc.function(f, backend="numpy"), "auto": gc.function(f)}
+        for fn in fns.values():
+            for _ in range(3):
+                fn(*args)
+        rows.append((name, fns, args))
+    table("idle", measure(rows, a.rounds, a.reps), rows)
+    hogs = [subprocess.Popen([sys.executable, "-c", HOG.format(s=a.seconds)])
+            for _ in range(a.hogs)]
+    try:
+        time.sleep(1.0)
+        table(f"{a.hogs} hog(s)", measure(rows, a.rounds, a.reps), rows)
+    finally:
+        for h in hogs:
+            h.terminate()
+            h.wait()
+
+
+if __name__ == "__main__":
+    main()
