@@ -195,7 +195,8 @@ def cast(x, ex, out):
         return int_like([ex], out.shape)
     xv = _ld(x)
     if dst.kind == "f":
-        err = ex + (eps(dst) * np.abs(_ld(out)) if dst.itemsize < src.itemsize else 0)
+        narrowing = dst.itemsize < src.itemsize    # exact operands round the same way
+        err = ex + np.where((ex > 0) & narrowing, eps(dst) * np.abs(_ld(out)), LD(0))
         return finish(err, out, [x], [ex], dst)
     if dst.kind == "b":
         return _free_if(exact(out.shape), (ex > 0) & (ex >= np.abs(xv)))
@@ -238,7 +239,7 @@ def reduce(op, x, ex, axes, out):
         if op in ("reduce_sum", "reduce_mean"):
             s = absx.sum(-1)
             err = es.sum(-1) + 2 * n * e * s
-            overflow = s * (1 + 2 * n * e) >= fmax(dt)
+            overflow = (s + es.sum(-1)) * (1 + 2 * n * e) >= fmax(dt)
             special = ~fin.all(-1)
             err = np.where(special, LD(0), err)
             if op == "reduce_mean":

@@ -49,7 +49,7 @@ EDGE = {
 }
 # Python scalars an op may take beside a tensor (converted to the tensor's dtype)
 LITERALS = {
-    "float": ["0.5", "2.0", "-1.0", "0.0", "-0.0", "3.0", "1e30", "float('inf')",
+    "float": ["0.5", "1.0", "2.0", "-1.0", "0.0", "-0.0", "3.0", "1e30", "float('inf')",
               "float('nan')", "1e-40"],
     "int": ["1", "-1", "0", "2", "3", "7"],
     "bool": ["True", "False"],
@@ -93,6 +93,43 @@ class Program:
         lines += [f"    {n.out.name} = {n.expr}" for n in self.nodes]
         lines.append(f"    return [{', '.join(v.name for v in self.outputs)}]")
         return "\n".join(lines) + "\n"
+
+    def scenarios(self):
+        """Tags naming the edge cases this program exercises (for a long run's figures)."""
+        tags = set()
+        shapes = [v.shape for v in self.inputs] + [n.out.shape for n in self.nodes]
+        if any(0 in s for s in shapes):
+            tags.add("0-sized dim")
+        if any(1 in v.shape for v in self.inputs) and len(set(shapes)) > 1:
+            tags.add("broadcast of 1-sized dims")
+        if any(int(np.prod(s, dtype=np.int64)) >= 1 << 16 for s in shapes):
+            tags.add("64k+ elements (parallel kernels)")
+        for a in self.arrays:
+            if a.dtype.kind == "f":
+                fin = np.isfinite(a)
+                big = np.abs(np.where(fin, a, 0)) >= 1e30
+                tiny = (a != 0) & (np.abs(a) < np.finfo(a.dtype).tiny)
+                for tag, hit in (("NaN", np.isnan(a)), ("+-inf", np.isinf(a)),
+                                 ("-0.0", (a == 0) & np.signbit(a)), ("denormals", tiny),
+                                 ("1e30 / float max", big)):
+                    if hit.any():
+                        tags.add(tag + " input")
+            elif a.dtype.kind == "i":
+                info = np.iinfo(a.dtype)
+                if ((a == info.min) | (a == info.max)).any():
+                    tags.add("integer extremes input")
+        ops = {n.op for n in self.nodes}
+        families = {"matmul": {"matmul"}, "reduction": set(REDUCE), "softmax": {"softmax"},
+                    "cast": {"cast"}, "where": {"where"}, "transpose": {"transpose"},
+                    "constant folding": {"constant"},
+                    "transcendental": {"exp", "log", "log1p", "sin", "cos", "tan", "tanh",
+                                       "erf", "pow"}}
+        tags.update(name for name, members in families.items() if ops & members)
+        if any(n.op in ("floordiv", "mod") and n.out.dtype in INTS for n in self.nodes):
+            tags.add("integer // and %")
+        if any(n.invalid for n in self.nodes):
+            tags.add("invalid op (trace-time error)")
+        return tags
 
     def inputs_source(self):
         return "\n".join(f"{v.name} = {array_source(a)}"
@@ -373,6 +410,19 @@ class Generator:
                   x.dtype, x.shape + (x.shape[-1],))
         return True
 
+    def constant(self):
+        """A constant array (edge values too): ops on constants alone are folded at trace time,
+        so constant folding runs the same numpy rules on them."""
+        like = self.pick()
+        dtype = self.r.choices(DTYPES, _DTYPE_WEIGHTS)[0]
+        shape = tuple(1 if self.r.random() < 0.3 else d for d in like.shape)
+        shape = shape[self.r.randint(0, len(shape)):] if self.r.random() < 0.3 else shape
+        if int(np.prod(shape, dtype=np.int64)) > 64:
+            shape = ()
+        arr = self.array(dtype, shape)
+        self.emit("constant", [], {}, f"gc.constant({array_source(arr)})", dtype, shape)
+        return True
+
     def invalid(self):
         """An op the dtype or shape rules refuse: TypeError/ValueError eagerly and traced."""
         r = self.r
@@ -393,7 +443,8 @@ class Generator:
     # -- the program ---------------------------------------------------------------------
     BIG = 0.02
     BUILDERS = (("unary", 18), ("arith", 22), ("compare", 9), ("logical", 5), ("where", 8),
-                ("cast", 10), ("reduce", 14), ("softmax", 3), ("transpose", 3), ("matmul", 8))
+                ("cast", 10), ("reduce", 14), ("softmax", 3), ("transpose", 3), ("matmul", 8),
+                ("constant", 4))
 
     def program(self):
         r = self.r

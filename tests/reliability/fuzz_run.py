@@ -77,6 +77,8 @@ def _operand(arg, anchor, values, errs):
 def node_bound(node, values, errs):
     """The error bound of one statement's result, from its operands' values and bounds."""
     op, out = node.op, values[node.out.name]
+    if op == "constant":
+        return B.exact(out.shape)
     vals = [a for a in node.args if isinstance(a, Value)]
     anchor = (vals[1] if op == "where" and len(vals) > 1 else vals[0]).dtype
     ops = [_operand(a, anchor, values, errs) for a in node.args]

@@ -7,7 +7,8 @@ CI runs seeds 0..CI_PROGRAMS-1 eagerly and on the numpy backend, and one seed in
 also on numba (compiling a program's kernels costs ~0.5 s; the rest ~10 ms). Long runs:
 GRAPHC_FUZZ=N runs N programs (seeds from GRAPHC_FUZZ_START, default 0) on both backends and
 reports every mismatch with its reproducer; one seed again: GRAPHC_FUZZ=1
-GRAPHC_FUZZ_START=<seed>.
+GRAPHC_FUZZ_START=<seed>. GRAPHC_FUZZ_LOG=<file> appends each mismatch's report (and progress
+every 100 programs) to a file as the run goes.
 """
 import collections
 import os
@@ -23,6 +24,7 @@ CI_PROGRAMS = 240
 NUMBA_EVERY = 3
 COUNT = int(os.environ.get("GRAPHC_FUZZ", CI_PROGRAMS))
 LONG = "GRAPHC_FUZZ" in os.environ
+LOG = os.environ.get("GRAPHC_FUZZ_LOG")     # a file: long runs report each mismatch as found
 START = int(os.environ.get("GRAPHC_FUZZ_START", 0))
 SHOW = 5             # full reports in a failure message (every seed is listed)
 
@@ -31,6 +33,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")   # numpy's ow
 
 def test_random_programs_agree_on_every_backend(numba_forced):
     failed, classes, totals = [], collections.Counter(), collections.Counter()
+    held, tried = collections.Counter(), collections.Counter()
     for seed in range(START, START + COUNT):
         on_numba = LONG or seed % NUMBA_EVERY == 0
         res = check(seed, ("numpy", "numba") if on_numba else ("numpy",))
@@ -38,17 +41,39 @@ def test_random_programs_agree_on_every_backend(numba_forced):
         totals["fused"] += res.groups > 0
         totals["raised"] += res.eager_error is not None
         totals["checked"] += res.checked
+        totals["free"] += res.free
+        tags = res.program.scenarios()
+        if res.eager_error and not res.program.nodes[res.eager_error[0]].invalid:
+            tags.add("raises at run time")
+        tried.update(tags)
+        held.update(tags if not res.problems else ())
         if res.problems:
             failed.append(res)
             for p in res.problems:
                 classes[p[1:p.index("]")]] += 1
+            _log(res.report())
+        if (seed - START + 1) % 100 == 0:
+            _log(f"-- {seed - START + 1} programs, {len(failed)} disagree {dict(classes)}")
+    print(f"\nfuzz: {COUNT} programs from seed {START}, {totals['numba']} on numba "
+          f"({totals['fused']} with fused kernels), {totals['raised']} raising eagerly, "
+          f"{totals['checked']} output elements checked, {totals['free']} left free; "
+          f"{len(failed)} disagree {dict(classes)}\nscenarios (held/tried): "
+          + ", ".join(f"{t} {held[t]}/{n}" for t, n in sorted(tried.items())))
     # the fuzzer must keep exercising kernels and error paths, or it checks little
     assert totals["fused"] >= totals["numba"] // 2, totals
     assert totals["raised"] >= 1 or COUNT < 100, totals
     if failed:
-        head = (f"{len(failed)} of {COUNT} programs disagree; classes {dict(classes)}; seeds "
-                f"{[r.program.seed for r in failed]}\n")
-        pytest.fail(head + "\n\n".join(r.report() for r in failed[:SHOW]), pytrace=False)
+        head = [f"{len(failed)} of {COUNT} programs disagree; classes {dict(classes)}"]
+        head += [f"seed {r.program.seed}: " + " | ".join(p[:300] for p in r.problems)
+                 for r in failed]
+        pytest.fail("\n".join(head) + "\n\n" + "\n\n".join(r.report() for r in failed[:SHOW]),
+                    pytrace=False)
+
+
+def _log(text):
+    if LOG:
+        with open(LOG, "a") as f:
+            print(text, file=f, flush=True)
 
 
 def test_generation_is_deterministic_and_renders_runnable_source():
