@@ -136,8 +136,10 @@ class Program:
                          for v, a in zip(self.inputs, self.arrays))
 
     def script(self):
-        """A runnable reproducer: the program, its inputs, and the three ways it runs."""
+        """A runnable reproducer: the program, its inputs, and the ways it runs."""
         names = ", ".join(f"gc.constant({v.name})" for v in self.inputs)
+        sig = ", ".join(f"gc.TensorSpec({[None] * len(v.shape)}, gc.{v.dtype})"
+                        for v in self.inputs)
         return (f"# graphc differential fuzzer, seed {self.seed}\n"
                 "import os\nimport numpy as np\nimport graphc as gc\n\n"
                 f"{self.inputs_source()}\n\n{self.source}\n"
@@ -145,8 +147,11 @@ class Program:
                 f"on_numpy = gc.function(program, backend='numpy', autograph=False)({names})\n"
                 "os.environ.update(GRAPHC_NUMBA_MIN_SIZE='0', GRAPHC_KERNEL_CHOICE='kernel')\n"
                 f"on_numba = gc.function(program, backend='numba', autograph=False)({names})\n"
-                "for e, a, b in zip(eager, on_numpy, on_numba):\n"
-                "    print(repr(e.numpy()), repr(a.numpy()), repr(b.numpy()), sep='\\n')\n")
+                "# shapes known only at run time (every dim None)\n"
+                f"dynamic = gc.function(program, backend='numba', autograph=False,\n"
+                f"                      input_signature=[{sig}])({names})\n"
+                "for outs in zip(eager, on_numpy, on_numba, dynamic):\n"
+                "    print(*(repr(t.numpy()) for t in outs), sep='\\n')\n")
 
 
 def array_source(a):

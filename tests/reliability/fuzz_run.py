@@ -159,7 +159,7 @@ class Result:
     problems: list = field(default_factory=list)
     eager_error: object = None
     groups: int = 0             # fused groups in the numba plan
-    kernels: int = 0            # kernel runs in the numba call
+    kernels: dict = field(default_factory=dict)   # backend -> kernel runs in its call
     fallbacks: list = field(default_factory=list)
     checked: int = 0            # output elements held to a bound
     free: int = 0               # output elements left free
@@ -182,8 +182,13 @@ def _may_raise(prog, errs, values):
 
 
 def _run(prog, backend, tensors):
+    """Backend "numpy"/"numba", or "numpy?"/"numba?": traced with every dim None (an
+    input_signature), so shapes and broadcasting are resolved only at run time."""
     fn = materialize(prog)
-    f = gc.function(fn, backend=backend, autograph=False)
+    sig = None
+    if backend.endswith("?"):
+        sig = [gc.TensorSpec([None] * len(v.shape), getattr(gc, v.dtype)) for v in prog.inputs]
+    f = gc.function(fn, backend=backend.rstrip("?"), autograph=False, input_signature=sig)
     before = COUNTS.kernel_calls
     try:
         out = f(*tensors)
@@ -199,10 +204,12 @@ def check(seed, backends=("numpy", "numba")):
     errs = bounds(prog, values, failed[0] if failed else len(prog.nodes))
     tensors = [gc.constant(a) for a in prog.arrays]
     for backend in backends:
-        with kernels_forced() if backend == "numba" else contextlib.nullcontext():
+        numba = backend.startswith("numba")
+        with kernels_forced() if numba else contextlib.nullcontext():
             got, exc, f, kernels = _run(prog, backend, tensors)
-        if backend == "numba":
-            res.kernels = kernels
+        if numba:
+            res.kernels[backend] = kernels
+        if backend == "numba":        # static shapes: every fused group runs its kernel
             _kernel_check(res, f, tensors, exc is None and failed is None)
         res.problems += _outcome(prog, backend, values, errs, failed, got, exc, res)
     return res
@@ -243,6 +250,6 @@ def _kernel_check(res, f, tensors, ran_ok):
     res.groups = len(groups)
     for runner in groups:
         res.fallbacks += [r for r in runner.fallbacks if r not in res.fallbacks]
-    if groups and res.kernels == 0:
+    if groups and res.kernels["numba"] == 0:
         res.problems.append(f"[no kernel] numba: {len(groups)} fused group(s) but no kernel "
                             f"ran (fallbacks: {res.fallbacks})")

@@ -1,14 +1,15 @@
 """Differential fuzzing (issue 12 item 5): random straight-line programs over the five dtypes,
 with broadcasting, 0- and 1-sized dims and edge values, agree eagerly, on the numpy backend
 and on the numba backend (kernels forced) up to rounding (the bound of fuzz_bounds.py), or
-raise the same error type on every path.
+raise the same error type on every path. Each backend runs twice: traced for the inputs'
+static shapes, and traced with every dim None (shapes known only at run time).
 
-CI runs seeds 0..CI_PROGRAMS-1 eagerly and on the numpy backend, and one seed in NUMBA_EVERY
-also on numba (compiling a program's kernels costs ~0.5 s; the rest ~10 ms). Long runs:
-GRAPHC_FUZZ=N runs N programs (seeds from GRAPHC_FUZZ_START, default 0) on both backends and
-reports every mismatch with its reproducer; one seed again: GRAPHC_FUZZ=1
-GRAPHC_FUZZ_START=<seed>. GRAPHC_FUZZ_LOG=<file> appends each mismatch's report (and progress
-every 100 programs) to a file as the run goes.
+CI runs seeds 0..CI_PROGRAMS-1 eagerly and on the numpy backend (both ways); numba's static
+trace runs for one seed in NUMBA_EVERY and its dynamic one for one seed in 2 * NUMBA_EVERY
+(compiling a program's kernels costs ~0.5 s; the rest ~10 ms). Long runs: GRAPHC_FUZZ=N runs
+N programs (seeds from GRAPHC_FUZZ_START, default 0) every way and reports every mismatch with
+its reproducer; one seed again: GRAPHC_FUZZ=1 GRAPHC_FUZZ_START=<seed>. GRAPHC_FUZZ_LOG=<file>
+appends each mismatch's report (and progress every 100 programs) to a file as the run goes.
 """
 import collections
 import os
@@ -20,7 +21,7 @@ from .fuzz_bounds import LD, finish
 from .fuzz_programs import generate
 from .fuzz_run import check, compare_output, kernels_forced
 
-CI_PROGRAMS = 240
+CI_PROGRAMS = 210
 NUMBA_EVERY = 3
 COUNT = int(os.environ.get("GRAPHC_FUZZ", CI_PROGRAMS))
 LONG = "GRAPHC_FUZZ" in os.environ
@@ -35,9 +36,8 @@ def test_random_programs_agree_on_every_backend(numba_forced):
     failed, classes, totals = [], collections.Counter(), collections.Counter()
     held, tried = collections.Counter(), collections.Counter()
     for seed in range(START, START + COUNT):
-        on_numba = LONG or seed % NUMBA_EVERY == 0
-        res = check(seed, ("numpy", "numba") if on_numba else ("numpy",))
-        totals["numba"] += on_numba
+        res = check(seed, backends(seed))
+        totals["numba"] += "numba" in backends(seed)
         totals["fused"] += res.groups > 0
         totals["raised"] += res.eager_error is not None
         totals["checked"] += res.checked
@@ -68,6 +68,14 @@ def test_random_programs_agree_on_every_backend(numba_forced):
                  for r in failed]
         pytest.fail("\n".join(head) + "\n\n" + "\n\n".join(r.report() for r in failed[:SHOW]),
                     pytrace=False)
+
+
+def backends(seed):
+    """Which compiled runs a seed gets: "?" marks a trace with every dim None."""
+    if LONG:
+        return ("numpy", "numpy?", "numba", "numba?")
+    return ("numpy", "numpy?") + (("numba",) if seed % NUMBA_EVERY == 0 else ()) + (
+        ("numba?",) if seed % (2 * NUMBA_EVERY) == 1 else ())
 
 
 def _log(text):
