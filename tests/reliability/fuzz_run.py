@@ -15,7 +15,8 @@ import numpy as np
 import graphc as gc
 from graphc.kernels.stats import COUNTS
 from . import fuzz_bounds as B
-from .fuzz_programs import ARITH, COMPARE, FLOAT_UNARY, REDUCE, Value, generate
+from .fuzz_generator import generate
+from .fuzz_programs import ARITH, COMPARE, FLOAT_UNARY, REDUCE, Value
 
 UNARY = set(FLOAT_UNARY) | {"logical_not"}
 BINARY = set(ARITH) | set(COMPARE) | {"logical_and", "logical_or"}

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from .fuzz_bounds import LD, finish
-from .fuzz_programs import generate
-from .fuzz_run import check, compare_output, kernels_forced
+from .fuzz_generator import generate
+from .fuzz_run import check, compare_output
 
 CI_PROGRAMS = 210
 NUMBA_EVERY = 3
