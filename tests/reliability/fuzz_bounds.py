@@ -50,15 +50,18 @@ def _free_if(err, mask):
     return np.where(mask, LD(np.inf), err)
 
 
-def finish(err, out, ins, errs, dtype):
-    """Apply the special-value rules to an op's raw float bound (see the module doc)."""
+def finish(err, out, ins, errs, dtype, decided=None):
+    """Apply the special-value rules to an op's raw float bound (see the module doc);
+    `decided` marks elements an exact special operand determines whatever the others are."""
     err = np.where(np.isnan(err), LD(np.inf), err)
+    if decided is not None:
+        err = np.where(np.broadcast_to(decided, err.shape), LD(0), err)
     out_ld = _ld(out)
     inexact = np.zeros(out.shape, bool)
     for e in errs:
         inexact = inexact | np.broadcast_to(e > 0, out.shape)
     nonfinite = ~np.isfinite(out_ld)
-    err = np.where(nonfinite, np.where(inexact, LD(np.inf), LD(0)), err)
+    err = np.where(nonfinite & (err > 0), np.where(inexact, LD(np.inf), LD(0)), err)
     err = _free_if(err, (err > 0) & (np.abs(out_ld) + err >= fmax(dtype)))
     # an inexact operand may change a zero's sign or leave a denormal: never demand exactness
     return np.where(inexact & (err == 0), tiny(dtype), err)
@@ -123,7 +126,19 @@ def unary(op, x, ex, out):
             err = _free_if(2 * ex * slope, ex * slope > 0.1) + trans
         else:
             raise KeyError(op)
-    return finish(err, out, [x], [ex], dt)
+    nan_in = np.isnan(xv) & (ex == 0)        # NaN in, NaN out, whatever rounding did
+    return finish(err, out, [x], [ex], dt, nan_in)
+
+
+def _decided(op, xv, yv, ex, ey):
+    """Elements an exact NaN (any op below) or an exact inf beside a finite interval (+, -)
+    determines."""
+    nan = (np.isnan(xv) & (ex == 0)) | (np.isnan(yv) & (ey == 0))
+    if op in ("add", "subtract"):
+        with np.errstate(all="ignore"):
+            fin_x, fin_y = np.abs(xv) + ex < LD(np.inf), np.abs(yv) + ey < LD(np.inf)
+        nan = nan | (np.isinf(xv) & (ex == 0) & fin_y) | (np.isinf(yv) & (ey == 0) & fin_x)
+    return nan
 
 
 def binary(op, x, y, ex, ey, out):
@@ -161,7 +176,8 @@ def binary(op, x, y, ex, ey, out):
             err = _free_if(err, bad) + K_TRANS * e * ao + K_TRANS * tiny(dt)
         else:
             raise KeyError(op)
-    return finish(err, out, [x, y], [ex, ey], dt)
+    decided = _decided(op, xv, yv, ex, ey) if op not in ("pow",) else None
+    return finish(err, out, [x, y], [ex, ey], dt, decided)
 
 
 def _compare(x, y, ex, ey, out):
