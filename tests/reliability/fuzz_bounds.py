@@ -301,8 +301,8 @@ def softmax(x, ex, axis, out):
         err = y * (np.expm1(2 * d) + (2 * K_TRANS + 2 * n + 4) * eps(dt)) + K_TRANS * tiny(dt)
     err = np.where(np.isinf(d), LD(np.inf), err)
     row_inexact = np.broadcast_to(d > 0, om.shape)
-    row_special = np.broadcast_to(~np.isfinite(_ld(xm)).all(-1, keepdims=True), om.shape)
-    err = np.where(row_special, np.where(row_inexact, LD(np.inf), LD(0)), err)
+    # a row with NaN or +inf gives NaN throughout (finish: exact when the row is); -inf entries
+    # give exact zeros beside finite values that round as usual
     return np.moveaxis(finish(err, om, [om], [np.where(row_inexact, LD(1), LD(0))], dt), -1, axis)
 
 
