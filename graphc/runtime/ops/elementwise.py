@@ -61,6 +61,20 @@ def _int_division(np_fn, name):
     return impl
 
 
+def _int_power(np_fn):
+    """numpy's power, raising InvalidArgumentError (as integer division by zero does, eagerly
+    and on every backend) for an integer raised to a negative power, which numpy refuses with
+    a bare ValueError that names no op."""
+    quiet = _quiet(np_fn)
+
+    def impl(x, y):
+        if np.asarray(y).dtype.kind in "iu" and np.any(np.asarray(y) < 0):
+            raise InvalidArgumentError("pow: integers to negative integer powers are not "
+                                       "allowed")
+        return quiet(x, y)
+    return impl
+
+
 # Gradient rules use the public functions below (P), so they work eagerly and while tracing.
 def _zero(g):
     return P["zeros_like"](g)
@@ -82,7 +96,7 @@ _binary("floordiv", _int_division(np.floor_divide, "floordiv"), "({0} // {1})",
         vjp=lambda g, o, x, y: (_zero(x), _zero(y)))
 _binary("mod", _int_division(np.mod, "mod"), "({0} % {1})",
         vjp=lambda g, o, x, y: (g, -g * P["floordiv"](x, y)))
-_binary("pow", _quiet(np.power), "({0} ** {1})", vjp=_pow_vjp)
+_binary("pow", _int_power(np.power), "({0} ** {1})", vjp=_pow_vjp)
 _binary("maximum", np.maximum, "max({0}, {1})",
         vjp=lambda g, o, x, y: (P["where"](x >= y, g, 0), P["where"](x >= y, 0, g)))
 _binary("minimum", np.minimum, "min({0}, {1})",
