@@ -104,10 +104,23 @@ log1p = _define("log1p", make_log1p, 1, "log(1 + x), exact for tiny x; -inf at -
 tanh = _define("tanh", make_tanh, 1, "Hyperbolic tangent; saturates to +-1, keeps -0.0.")
 sigmoid = _define("sigmoid", make_sigmoid, 1, "1 / (1 + exp(-x)), precise down to denormals.")
 def _whole_range(make, libm_fn):
-    """float32: the vectorized polynomial with its Payne-Hanek path; float64: libm, since a
-    float64 Payne-Hanek would need ~17 words of 2/pi per lane."""
+    """float32: the fast polynomial below F32_FAST_ACCURATE_BELOW, the Payne-Hanek one only
+    beyond it (a branch, not both computed and selected: LLVM never finished optimizing two
+    nested selected copies in a loop over a broadcast row, fuzz seed 799); float64: libm,
+    since a float64 Payne-Hanek would need ~17 words of 2/pi per lane."""
     libm = numba.njit(error_model="numpy")(lambda x: libm_fn(x))
-    return lambda ft: make(ft) if ft is np.float32 else libm
+
+    def float32():
+        fast, full = make(np.float32, fast=True), make(np.float32)
+        limit = np.float32(F32_FAST_ACCURATE_BELOW)
+
+        @numba.njit(error_model="numpy")
+        def whole_range(x):
+            if abs(x) < limit:
+                return fast(x)
+            return full(x)
+        return whole_range
+    return lambda ft: float32() if ft is np.float32 else libm
 
 
 sin = _define("sin", _whole_range(make_sin, math.sin), 1, "Sine; nan for inf/nan.")

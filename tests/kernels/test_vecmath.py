@@ -249,13 +249,17 @@ _LIBM = re.compile(
 def test_loops_compile_to_simd_without_libm_calls(dtype, vector):
     x = np.linspace(-3, 3, 64).astype(dtype)
     for name in UNARY + ["pow", "fast_trig_miss"]:
-        if dtype is np.float64 and name in ("sin", "cos", "tan"):
+        whole_range_trig = name in ("sin", "cos", "tan")
+        if dtype is np.float64 and whole_range_trig:
             continue        # whole-range float64 trig is libm; kernels run fast_* first
         apply(name, *([x] if name != "pow" else [np.abs(x), x]))
         loop = _LOOPS[name]
         sig = [s for s in loop.signatures if s[0].dtype == numba.from_dtype(dtype)][0]
         ir = loop.inspect_llvm(sig)
-        assert re.search(rf"<\d+ x {vector}>", ir), f"{name}[{dtype.__name__}] not vectorized"
+        # whole-range float32 trig branches to its Payne-Hanek path (see vecmath._whole_range),
+        # so only its fast_* twin, which kernels run first, must be SIMD
+        assert whole_range_trig or re.search(rf"<\d+ x {vector}>", ir), \
+            f"{name}[{dtype.__name__}] not vectorized"
         assert not _LIBM.search(ir), f"{name}[{dtype.__name__}] calls libm"
 
 

@@ -1,4 +1,4 @@
-"""Regression tests for bugs the differential fuzzer (test_fuzz.py) found outside the kernels,
+"""Regression tests for bugs the differential fuzzer (test_fuzz.py) found,
 each reduced from a fuzz seed to the smallest program that showed it."""
 import contextlib
 
@@ -34,3 +34,36 @@ def test_integer_to_a_negative_power_raises_invalid_argument_everywhere(numba_fo
     # floats to negative powers stay defined
     np.testing.assert_allclose((gc.constant([2.0]) ** gc.constant([-1.0])).numpy(), [0.5])
 
+
+
+_SEED_799 = """
+import os
+os.environ.update(GRAPHC_NUMBA_MIN_SIZE="0", GRAPHC_KERNEL_CHOICE="kernel", GRAPHC_COMPILE="sync")
+import numpy as np, graphc as gc
+from graphc.kernels.stats import COUNTS
+x = gc.constant(np.array([[1e30], [2.0]], np.float32))
+f = lambda a: [gc.sin(gc.sin(a)), gc.reduce_min(gc.sin(a))]
+want = [t.numpy() for t in f(x)]
+k0 = COUNTS.kernel_calls
+got = [t.numpy() for t in gc.function(f, backend="numba", autograph=False)(x)]
+assert COUNTS.kernel_calls > k0, "no kernel ran"
+for w, g in zip(want, got):
+    np.testing.assert_allclose(g, w, rtol=4e-7)
+print("ok")
+"""
+
+
+def test_whole_range_trig_in_a_broadcast_loop_compiles(tmp_path):
+    """Seed 799: a group with sin(sin(x)) and a reduction of sin(x) over a (2, 1) float32 row
+    never finished compiling (LLVM optimizing two selected Payne-Hanek copies in a loop over
+    a broadcast dim; the first call hung). Run in a child so a regression fails, not stalls;
+    the limit is a hang guard far above the ~2 s compile."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, GRAPHC_CACHE_DIR=str(tmp_path))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    done = subprocess.run([sys.executable, "-c", _SEED_799], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
