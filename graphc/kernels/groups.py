@@ -2,6 +2,7 @@
 import math
 import os
 import sys
+import threading
 import time
 from functools import partial
 
@@ -10,7 +11,7 @@ import numpy as np
 from .. import config
 from ..runtime.registry import REGISTRY
 from ..runtime.run_errors import is_located, located
-from . import cache, codegen, codegen_chunks
+from . import cache, codegen, codegen_chunks, tiers
 from .fusion import REDUCTIONS
 from .launch import PARALLEL, one_at_a_time
 from .output_pool import OutputPool
@@ -30,6 +31,8 @@ PAR_MIN = 1 << 16
 COMPILE_AFTER = 0.05
 
 _KERNELS = {}     # key -> _Kernel, shared by every graph in the process
+_KERNELS_LOCK = threading.Lock()   # the compile thread loads kernels too
+_COMPILING = {}   # key -> tiers.Job compiling it in the background
 
 
 def min_size():
@@ -94,13 +97,17 @@ KERNEL_NAME = "fused_kernel"
 def get_kernel(spec, label):
     key = cache.kernel_key(spec.canonical())
     k = _KERNELS.get(key)
-    if k is None:
-        k = _Kernel(key, spec, codegen.generate(spec, KERNEL_NAME), label)
-        try:
-            k.load()
-        except Exception as e:  # noqa: BLE001 - an unusable cache entry means numpy, not a crash
-            k.error = f"kernel module failed to load: {type(e).__name__}: {e}"
-        _KERNELS[key] = k
+    if k is not None:
+        return k
+    with _KERNELS_LOCK:
+        k = _KERNELS.get(key)
+        if k is None:
+            k = _Kernel(key, spec, codegen.generate(spec, KERNEL_NAME), label)
+            try:
+                k.load()
+            except Exception as e:  # noqa: BLE001 - an unusable cache entry: numpy, not a crash
+                k.error = f"kernel module failed to load: {type(e).__name__}: {e}"
+            _KERNELS[key] = k
     return k
 
 
@@ -108,7 +115,7 @@ class _Layout:
     """Everything about one set of input shapes: domain, output shapes, chosen spec."""
 
     __slots__ = ("domain", "out_shapes", "spec", "flat_spec", "size", "reason", "ready",
-                 "numpy_s", "hot", "go")
+                 "numpy_s", "hot", "go", "jobs")
 
     def __init__(self):
         self.domain = self.out_shapes = self.spec = self.flat_spec = None
@@ -118,6 +125,7 @@ class _Layout:
         self.numpy_s = 0.0  # time spent in numpy rules while below the size threshold
         self.hot = None     # below the threshold: worth a kernel? (None: not asked yet)
         self.go = None      # once decided (and no flat variant to choose): the whole call
+        self.jobs = {}      # contiguous? -> tiers.Job compiling its kernel in the background
 
 
 class GroupRunner:
@@ -185,7 +193,9 @@ class GroupRunner:
         flat = lay.flat_spec is not None and all(a.flags.c_contiguous for a in arrays)
         ready = lay.ready.get(flat)
         if ready is None:
-            ready = self._prepare(lay, flat, arrays)
+            if tiers.mode() == "background" and not self._compiled(lay, flat, arrays):
+                return self.run_numpy(arrays)       # the numpy tier, while the kernel compiles
+            ready = lay.ready.get(flat) or self._prepare(lay, flat, arrays)
         kern, par, decision = ready
         if kern is None or decision["choice"] == "numpy":
             go = self.run_numpy
@@ -228,6 +238,52 @@ class GroupRunner:
             decision = self._decide(kern, klass, arrays, lay, flat, par_ok)
         lay.ready[flat] = ready = (kern, decision.get("variant") == "parallel", decision)
         return ready
+
+    def _compiled(self, lay, flat, arrays):
+        """Background tier: has this layout's kernel compiled (or failed: then its numpy
+        decision is recorded)? Starts the compile on the first ask. A kernel on disk loads
+        in the calling thread, as in sync mode: a second process starts on compiled code."""
+        job = lay.jobs.get(flat)
+        if job is None:
+            spec = lay.flat_spec if flat else lay.spec
+            key = cache.kernel_key(spec.canonical())
+            with _KERNELS_LOCK:
+                job = _COMPILING.get(key)       # another layout or graph asked first
+                if job is None or job.state == "failed":
+                    if key in _KERNELS or cache.has_module(key):
+                        return True
+                    job = _COMPILING[key] = tiers.submit(
+                        f"kernel for {self.group.name}", partial(
+                            _compile_kernel, spec, self.group.name,
+                            self._variants_needed(key, lay, spec),
+                            _signature(self.group, lay, flat, arrays)))
+            lay.jobs[flat] = job
+        if job.state == "pending":
+            return False
+        if job.state == "failed" and flat not in lay.ready:
+            kern = _KERNELS.get(cache.kernel_key((lay.flat_spec if flat else lay.spec)
+                                                 .canonical()))
+            error = f"kernel failed to compile (in the background): {job.error}"
+            if kern is not None:
+                kern.error = error
+                if kern.status == "hit":
+                    cache.drop_compiled(cache._module_path(kern.key))
+            self._note(error)
+            lay.ready[flat] = (None, False, {"choice": "numpy", "reason": error})
+        return True
+
+    def _variants_needed(self, key, lay, spec):
+        """The variants the first decision will run (parallel? flags), likeliest first: a
+        choice already measured needs only its own; measuring needs serial and prange."""
+        par_ok = lay.size >= PAR_MIN and len(spec.axes) < spec.rank
+        mode = choice_mode()
+        saved = cache.get_choice(key, "x".join(map(str, lay.domain))) \
+            if mode == "measure" else None
+        if saved is not None:
+            return [] if saved["choice"] == "numpy" else [saved.get("variant") == "parallel"]
+        if mode != "measure":
+            return [par_ok]
+        return [True, False] if par_ok else [False]
 
     def _note(self, reason):
         if reason not in self.fallbacks:
@@ -291,6 +347,39 @@ class GroupRunner:
         decision["source"] = "measured" if mode == "measure" else "forced"
         self.decisions[(kern.key, klass)] = decision
         return decision
+
+
+def _signature(group, lay, flat, arrays):
+    """numba types of the kernel call `_run_kernel` makes for these inputs."""
+    import numba
+    if flat:
+        ins = [a.reshape(-1) if a.ndim else a for a in arrays]
+        outs = [(1, v.type.dtype.np) for v in group.outputs]
+        dims = (lay.size,)
+    else:
+        ins = arrays
+        outs = [(len(s), v.type.dtype.np) for s, v in zip(lay.out_shapes, group.outputs)]
+        dims = lay.domain
+    return (tuple(numba.typeof(a) for a in ins)
+            + tuple(numba.types.Array(numba.from_dtype(dt), nd, "C") for nd, dt in outs)
+            + tuple(numba.typeof(int(d)) for d in dims))
+
+
+def _compile_kernel(spec, label, variants, sig):
+    """The compile thread's job: load the module and compile only the variants the first
+    decision runs (the whole-range trig of a fast kernel compiles when a call needs it)."""
+    kern = get_kernel(spec, label)
+    if kern.error:
+        return kern             # _prepare notes it and keeps the numpy rules
+    for par in variants:
+        fn = kern.fast[par] if kern.fast is not None else (
+            kern.parallel if par else kern.serial)
+        if par:
+            from numba.np.ufunc.parallel import _launch_threads
+            with PARALLEL:      # starting the thread pool must not race a parallel region
+                _launch_threads()
+        fn.compile(sig)
+    return kern
 
 
 def _best(fn, budget=0.05):

@@ -1,0 +1,101 @@
+"""Tiered execution: a new kernel or compiled loop compiles in the background while its
+numpy plan runs; the runner switches to compiled code between calls, once it is ready.
+
+One daemon worker thread compiles jobs one at a time, in the order they were asked for (a
+thread, not a process: see docs/backends.md "Tiers" for the measurement). A job only
+compiles -- it never runs a kernel -- so it never overlaps a parallel region. A job that
+fails keeps its runner on the numpy plan for good, with the error shown by `graphc graph`.
+
+`GRAPHC_COMPILE=sync` or `gc.config.set_compile_mode("sync")` compiles before the first
+run instead (deterministic: tests and benchmarks that time compiled code).
+"""
+import atexit
+import os
+import queue
+import threading
+
+MODES = ("background", "sync")
+_state = {"mode": None}        # set by gc.config.set_compile_mode; None: the environment
+
+
+def mode():
+    m = _state["mode"] or os.environ.get("GRAPHC_COMPILE") or "background"
+    return m if m in MODES else "background"
+
+
+def set_mode(m):
+    if m is not None and m not in MODES:
+        raise ValueError(f"compile mode {m!r} is not one of {MODES} (or None: use "
+                         "GRAPHC_COMPILE, default 'background')")
+    _state["mode"] = m
+
+
+class Job:
+    """One background compile. `state` goes pending -> ready | failed, once."""
+
+    __slots__ = ("what", "fn", "state", "error", "result", "done")
+
+    def __init__(self, what, fn):
+        self.what, self.fn = what, fn
+        self.state, self.error, self.result = "pending", None, None
+        self.done = threading.Event()
+
+    def _run(self):
+        try:
+            self.result = self.fn()
+            self.state = "ready"
+        except Exception as e:  # noqa: BLE001 - reported by the runner, which keeps numpy
+            self.error = f"{type(e).__name__}: {e}"
+            self.state = "failed"
+        finally:
+            self.done.set()
+
+
+_jobs = queue.Queue()
+_lock = threading.Lock()
+_worker = {"thread": None, "stopping": False}
+# Tests hold the worker on an Event they control; None: run jobs as they come.
+GATE = {"event": None}
+
+
+def submit(what, fn):
+    """Queue `fn` (compiles, returns what the runner needs) and return its Job."""
+    job = Job(what, fn)
+    with _lock:
+        if _worker["stopping"]:
+            job.state, job.error = "failed", "interpreter is exiting"
+            job.done.set()
+            return job
+        _jobs.put(job)
+        t = _worker["thread"]
+        if t is None or not t.is_alive():
+            t = threading.Thread(target=_work, name="graphc-compile", daemon=True)
+            _worker["thread"] = t
+            t.start()
+    return job
+
+
+def _work():
+    while True:
+        job = _jobs.get()
+        gate = GATE["event"]
+        if gate is not None:
+            gate.wait()
+        if _worker["stopping"]:
+            job.state, job.error = "failed", "interpreter is exiting"
+            job.done.set()
+            continue
+        job._run()
+
+
+def wait_all(timeout=None):
+    """Block until every queued compile has finished (benchmarks; True if they all did)."""
+    done = threading.Event()
+    job = submit("wait_all", done.set)
+    return job.done.wait(timeout)
+
+
+@atexit.register
+def _stop():
+    # no new compile starts at exit; the one in flight ends with the (daemon) thread
+    _worker["stopping"] = True
