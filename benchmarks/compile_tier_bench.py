@@ -17,7 +17,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 CHILD = r"""
-import json, os, subprocess, sys, time
+import json, os, statistics, subprocess, sys, time
 import numpy as np
 import graphc as gc
 sys.path.insert(0, {here!r})

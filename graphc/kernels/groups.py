@@ -352,19 +352,26 @@ class GroupRunner:
 
 
 def _signature(group, lay, flat, arrays):
-    """numba types of the kernel call `_run_kernel` makes for these inputs."""
-    import numba
+    """What the numba types of `_run_kernel`'s call are made of, for the compile thread
+    (numba.typeof here would import numpy.ma into the first call: 0.13 s)."""
     if flat:
         ins = [a.reshape(-1) if a.ndim else a for a in arrays]
-        outs = [(1, v.type.dtype.np) for v in group.outputs]
-        dims = (lay.size,)
+        outs = [(v.type.dtype.np, 1) for v in group.outputs]
+        dims = 1
     else:
         ins = arrays
-        outs = [(len(s), v.type.dtype.np) for s, v in zip(lay.out_shapes, group.outputs)]
-        dims = lay.domain
-    return (tuple(numba.typeof(a) for a in ins)
-            + tuple(numba.types.Array(numba.from_dtype(dt), nd, "C") for nd, dt in outs)
-            + tuple(numba.typeof(int(d)) for d in dims))
+        outs = [(v.type.dtype.np, len(s)) for s, v in zip(lay.out_shapes, group.outputs)]
+        dims = len(lay.domain)
+    layout = lambda a: "C" if a.flags.c_contiguous else "F" if a.flags.f_contiguous else "A"  # noqa: E731
+    return ([(a.dtype, a.ndim, layout(a), not a.flags.writeable) for a in ins]
+            + [(dt, nd, "C", False) for dt, nd in outs], dims)
+
+
+def _numba_types(signature):
+    import numba
+    arrays, dims = signature
+    return (tuple(numba.types.Array(numba.from_dtype(dt), nd, layout, readonly=ro)
+                  for dt, nd, layout, ro in arrays) + (numba.types.int64,) * dims)
 
 
 def _compile_kernel(spec, label, variants, sig):
@@ -373,6 +380,7 @@ def _compile_kernel(spec, label, variants, sig):
     kern = get_kernel(spec, label)
     if kern.error:
         return kern             # _prepare notes it and keeps the numpy rules
+    sig = _numba_types(sig)
     for par in variants:
         fn = kern.fast[par] if kern.fast is not None else (
             kern.parallel if par else kern.serial)

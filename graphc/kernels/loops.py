@@ -263,13 +263,14 @@ class LoopRunner:
         return True
 
     def _signature(self, arrays):
-        import numba
-        return tuple(numba.typeof(a[()] if s else np.ascontiguousarray(a))
-                     for a, s in zip(arrays, self.scalar_in))
+        """The call's arguments (small: loops hold scalars and small tensors), typed by the
+        compile thread (numba.typeof here would import numpy.ma into this call)."""
+        return [a[()] if s else np.ascontiguousarray(a) for a, s in zip(arrays, self.scalar_in)]
 
-    def _compile(self, sig):
+    def _compile(self, args):
+        import numba
         mod, status = cache.load_module(self.key, self.source)
-        mod.loop_kernel.compile(sig)
+        mod.loop_kernel.compile(tuple(numba.typeof(a) for a in args))
         return mod, status
 
     def _make_fast(self, fn):

@@ -198,7 +198,7 @@ def test_a_loop_is_interpreted_while_it_compiles_then_switches(background):
 
 
 def test_a_failed_loop_compile_interprets_and_is_reported(background, monkeypatch):
-    def broken(self, sig):
+    def broken(self, args):
         raise RuntimeError("injected loop failure")
     monkeypatch.setattr(loops.LoopRunner, "_compile", broken)
     n, x = gc.constant(7), gc.constant(2.0, gc.float64)
