@@ -195,8 +195,12 @@ class GroupRunner:
         flat = lay.flat_spec is not None and all(a.flags.c_contiguous for a in arrays)
         ready = lay.ready.get(flat)
         if ready is None:
-            if tiers.mode() == "background" and not self._compiled(lay, flat, arrays):
-                return self.run_numpy(arrays)       # the numpy tier, while the kernel compiles
+            if tiers.mode() == "background":
+                tier = self._compiled(lay, flat, arrays)
+                if tier is False:       # the numpy tier, while the kernel compiles
+                    return self.run_numpy(arrays)
+                if tier is not True:    # its prange variant, while the serial one compiles
+                    return self._run_kernel(tier, arrays, lay, flat, True)
             ready = lay.ready.get(flat) or self._prepare(lay, flat, arrays)
         kern, par, decision = ready
         if kern is None or decision["choice"] == "numpy":
@@ -242,25 +246,38 @@ class GroupRunner:
         return ready
 
     def _compiled(self, lay, flat, arrays):
-        """Background tier: has this layout's kernel compiled (or failed: then its numpy
-        decision is recorded)? Starts the compile on the first ask. A kernel on disk loads
-        in the calling thread, as in sync mode: a second process starts on compiled code."""
+        """Background tier: True once this layout's kernel has compiled (or failed: then
+        its numpy decision is recorded), False while it compiles, or the kernel whose
+        prange variant (compiled first) may run while the serial one compiles for the
+        measured choice. Starts the compile on the first ask. A kernel on disk loads in the
+        calling thread, as in sync mode: a second process starts on compiled code."""
         job = lay.jobs.get(flat)
         if job is None:
             spec = lay.flat_spec if flat else lay.spec
             key = cache.kernel_key(spec.canonical())
             with _KERNELS_LOCK:
-                job = _COMPILING.get(key)       # another layout or graph asked first
+                first, job = _COMPILING.get(key, (None, None))  # another layout asked first
                 if job is None or job.state == "failed":
                     if key in _KERNELS or cache.has_module(key):
                         return True
-                    job = _COMPILING[key] = tiers.submit(
-                        f"kernel for {self.group.name}", partial(
-                            _compile_kernel, spec, self.group.name,
-                            self._variants_needed(key, lay, spec),
-                            _signature(self.group, lay, flat, arrays)))
+                    variants = self._variants_needed(key, lay, spec)
+                    sig = _signature(self.group, lay, flat, arrays)
+                    what = f"kernel for {self.group.name}"
+                    first = None
+                    if variants[1:]:
+                        first = tiers.submit(what, partial(
+                            _compile_kernel, spec, self.group.name, variants[:1], sig))
+                    job = tiers.submit(what, partial(
+                        _compile_kernel, spec, self.group.name, variants[1:] or variants,
+                        sig), later=first is not None)
+                    _COMPILING[key] = (first, job)
             lay.jobs[flat] = job
+            if first is not None:
+                lay.jobs[(flat, "first")] = first
         if job.state == "pending":
+            first = lay.jobs.get((flat, "first"))
+            if first is not None and first.state == "ready" and not first.result.error:
+                return first.result
             return False
         if job.state == "failed" and flat not in lay.ready:
             kern = _KERNELS.get(cache.kernel_key((lay.flat_spec if flat else lay.spec)
@@ -285,7 +302,7 @@ class GroupRunner:
             return [] if saved["choice"] == "numpy" else [saved.get("variant") == "parallel"]
         if mode != "measure":
             return [par_ok]
-        return [True, False] if par_ok else [False]
+        return [True, False] if par_ok else [False]     # prange first: the likelier winner
 
     def _note(self, reason):
         if reason not in self.fallbacks:

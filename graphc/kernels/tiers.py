@@ -1,8 +1,9 @@
 """Tiered execution: a new kernel or compiled loop compiles in the background while its
 numpy plan runs; the runner switches to compiled code between calls, once it is ready.
 
-One daemon worker thread compiles jobs one at a time, in the order they were asked for (a
-thread, not a process: see docs/backends.md "Tiers" for the measurement). A job only
+One daemon worker thread compiles jobs one at a time, in the order they were asked for,
+jobs marked `later` after all others (a thread, not a process: see docs/backends.md
+"Tiers" for the measurement). A job only
 compiles -- it never runs a kernel -- so it never overlaps a parallel region. A job that
 fails keeps its runner on the numpy plan for good, with the error shown by `graphc graph`.
 
@@ -51,22 +52,24 @@ class Job:
             self.done.set()
 
 
-_jobs = queue.Queue()
+_jobs = queue.PriorityQueue()     # (later?, sequence number, job)
 _lock = threading.Lock()
-_worker = {"thread": None, "stopping": False}
+_worker = {"thread": None, "stopping": False, "seq": 0}
 # Tests hold the worker on an Event they control; None: run jobs as they come.
 GATE = {"event": None}
 
 
-def submit(what, fn):
-    """Queue `fn` (compiles, returns what the runner needs) and return its Job."""
+def submit(what, fn, later=False):
+    """Queue `fn` (compiles, returns what the runner needs) and return its Job; a `later`
+    job waits until no other job is queued."""
     job = Job(what, fn)
     with _lock:
         if _worker["stopping"]:
             job.state, job.error = "failed", "interpreter is exiting"
             job.done.set()
             return job
-        _jobs.put(job)
+        _worker["seq"] += 1
+        _jobs.put((bool(later), _worker["seq"], job))
         t = _worker["thread"]
         if t is None or not t.is_alive():
             t = threading.Thread(target=_work, name="graphc-compile", daemon=True)
@@ -77,7 +80,7 @@ def submit(what, fn):
 
 def _work():
     while True:
-        job = _jobs.get()
+        job = _jobs.get()[2]
         gate = GATE["event"]
         if gate is not None:
             gate.wait()
@@ -91,7 +94,7 @@ def _work():
 def wait_all(timeout=None):
     """Block until every queued compile has finished (benchmarks; True if they all did)."""
     done = threading.Event()
-    job = submit("wait_all", done.set)
+    job = submit("wait_all", done.set, later=True)
     return job.done.wait(timeout)
 
 

@@ -146,6 +146,41 @@ def test_only_the_variant_the_decision_runs_is_compiled(background, monkeypatch)
     assert not kern.serial.signatures               # the serial one was never needed
 
 
+def test_prange_variant_runs_while_the_serial_one_compiles_for_the_choice(background,
+                                                                         monkeypatch):
+    monkeypatch.setenv("GRAPHC_KERNEL_CHOICE", "measure")
+    serial_gate = threading.Event()
+    compile_kernel = groups._compile_kernel
+
+    def held_serial(spec, label, variants, sig):
+        if variants == [False]:
+            serial_gate.wait()
+        return compile_kernel(spec, label, variants, sig)
+    monkeypatch.setattr(groups, "_compile_kernel", held_serial)
+    n = groups.PAR_MIN
+    x = np.linspace(-1, 1, 2 * n, dtype=np.float64).reshape(2, n)
+    fn = lambda v: gc.exp(v * 0.5) + v            # noqa: E731
+    want = np.exp(x * 0.5) + x
+    f = gc.function(fn, backend="numba")
+    with background.none("the compile thread is held"):
+        np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)
+    runner = _runner(f, x)
+    (lay,) = runner.layouts.values()
+    (first,) = [j for k, j in lay.jobs.items() if isinstance(k, tuple)]
+    background.gate.set()
+    assert first.done.wait(120) and first.state == "ready", first.error
+    (kern,) = groups._KERNELS.values()
+    with background.expect(kernels=True):
+        np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)
+    assert kern.parallel.signatures and not kern.serial.signatures
+    assert not runner.decisions                     # nothing chosen on half the facts
+    serial_gate.set()
+    assert tiers.wait_all(120)
+    np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)
+    (decision,) = runner.decisions.values()
+    assert {"serial_s", "parallel_s", "numpy_s"} <= set(decision)
+
+
 def test_calls_from_several_threads_across_the_switch_all_agree(background):
     x = np.linspace(-2, 2, 64, dtype=np.float32).reshape(8, 8)
     a = np.float32(0.5)
