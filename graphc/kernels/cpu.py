@@ -173,7 +173,8 @@ class NumbaBackend:
         def run(args):
             plan = compile_plan(graph)
             holder[0] = plan
-            return plan(args)
+            with tiers.first_call():    # its background compiles start when it returns
+                return plan(args)
         holder = [run]
         return lambda args: holder[0](args)
 

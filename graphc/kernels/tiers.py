@@ -11,6 +11,7 @@ fails keeps its runner on the numpy plan for good, with the error shown by `grap
 run instead (deterministic: tests and benchmarks that time compiled code).
 """
 import atexit
+import contextlib
 import os
 import queue
 import threading
@@ -78,9 +79,30 @@ def submit(what, fn, later=False):
     return job
 
 
+# A trace's first call runs its numpy plan with no compile beside it (numba's type
+# inference holds the GIL): the worker starts a job once no first call is in flight.
+_first_calls = {"n": 0}
+_quiet = threading.Condition()
+FIRST_CALL_WAIT = 2.0       # ...or after this long, so a slow first call starves nothing
+
+
+@contextlib.contextmanager
+def first_call():
+    with _quiet:
+        _first_calls["n"] += 1
+    try:
+        yield
+    finally:
+        with _quiet:
+            _first_calls["n"] -= 1
+            _quiet.notify_all()
+
+
 def _work():
     while True:
         job = _jobs.get()[2]
+        with _quiet:
+            _quiet.wait_for(lambda: _first_calls["n"] == 0, FIRST_CALL_WAIT)
         gate = GATE["event"]
         if gate is not None:
             gate.wait()
