@@ -10,7 +10,7 @@ import pytest
 
 import graphc as gc
 from graphc.cli.graph import backend_report
-from graphc.kernels import groups, loops, tiers
+from graphc.kernels import groups, groups_tier, loops, tiers
 from graphc.kernels.cpu import compile_plan, describe
 from graphc.kernels.stats import COUNTS
 
@@ -24,7 +24,7 @@ def background(monkeypatch, tmp_path, numba_forced):
     monkeypatch.setenv("GRAPHC_COMPILE", "background")
     monkeypatch.setenv("GRAPHC_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(groups, "_KERNELS", {})
-    monkeypatch.setattr(groups, "_COMPILING", {})
+    monkeypatch.setattr(groups_tier, "_COMPILING", {})
     gate = threading.Event()
     monkeypatch.setitem(tiers.GATE, "event", gate)
     numba_forced.gate = gate
@@ -98,7 +98,7 @@ def test_a_failed_background_compile_keeps_the_numpy_plan_and_is_reported(backgr
                                                                          monkeypatch):
     def broken(*_):
         raise RuntimeError("injected compile failure")
-    monkeypatch.setattr(groups, "_compile_kernel", broken)
+    monkeypatch.setattr(groups_tier, "compile_kernel", broken)
     x = np.linspace(-1, 1, 30, dtype=np.float32).reshape(5, 6)
     a = np.float32(1.25)
     want = _numpy(_affine_tanh, x, a)
@@ -124,7 +124,7 @@ def test_a_kernel_on_disk_runs_on_the_first_call_of_a_new_process(background, mo
     assert tiers.wait_all(120)
     f(x)                                            # switches, measures nothing (forced)
     monkeypatch.setattr(groups, "_KERNELS", {})     # as in a new process, same disk cache
-    monkeypatch.setattr(groups, "_COMPILING", {})
+    monkeypatch.setattr(groups_tier, "_COMPILING", {})
     background.gate.clear()                         # a compile would now wait forever
     f2 = gc.function(fn, backend="numba")
     with background.expect(kernels=True):
@@ -150,13 +150,13 @@ def test_prange_variant_runs_while_the_serial_one_compiles_for_the_choice(backgr
                                                                          monkeypatch):
     monkeypatch.setenv("GRAPHC_KERNEL_CHOICE", "measure")
     serial_gate = threading.Event()
-    compile_kernel = groups._compile_kernel
+    compile_kernel = groups_tier.compile_kernel
 
     def held_serial(spec, label, variants, sig):
         if variants == [False]:
             serial_gate.wait()
         return compile_kernel(spec, label, variants, sig)
-    monkeypatch.setattr(groups, "_compile_kernel", held_serial)
+    monkeypatch.setattr(groups_tier, "compile_kernel", held_serial)
     n = groups.PAR_MIN
     x = np.linspace(-1, 1, 2 * n, dtype=np.float64).reshape(2, n)
     fn = lambda v: gc.exp(v * 0.5) + v            # noqa: E731
@@ -262,3 +262,12 @@ def test_exit_during_a_background_compile_is_clean(tmp_path):
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "done" and "Traceback" not in out.stderr
+
+
+def test_no_compile_runs_beside_a_first_call(monkeypatch):
+    monkeypatch.setattr(tiers, "FIRST_CALL_WAIT", None)    # wait for first calls only
+    seen = []
+    with tiers.first_call():
+        job = tiers.submit("probe", lambda: seen.append(tiers._first_calls["n"]))
+    assert job.done.wait(120) and job.state == "ready", job.error
+    assert seen == [0]
