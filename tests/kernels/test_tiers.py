@@ -288,3 +288,78 @@ def test_no_compile_runs_beside_a_first_call(monkeypatch):
         job = tiers.submit("probe", lambda: seen.append(tiers._first_calls["n"]))
     assert job.done.wait(120) and job.state == "ready", job.error
     assert seen == [0]
+
+
+def test_a_remeasure_needing_an_uncompiled_variant_compiles_it_in_the_background(
+        background, monkeypatch):
+    """Measured on one free core: serial only is compiled. A second core frees up, the
+    choice expires, and the re-measure needs prange: it compiles on the compile thread
+    while the old choice keeps running, then the variants are measured."""
+    from graphc.kernels import adaptive, cores, launch
+    free = {"n": 1}
+    monkeypatch.setattr(cores, "free_cores", lambda: free["n"])
+    monkeypatch.setattr(launch.numba.config, "NUMBA_NUM_THREADS",
+                        max(2, launch.numba.config.NUMBA_NUM_THREADS))
+    monkeypatch.setattr(launch, "enter", lambda threads: None)
+    monkeypatch.setattr(groups, "enter", lambda threads: None)
+    monkeypatch.setattr(groups, "PAR_MIN", 0)
+    monkeypatch.setattr(adaptive, "SAMPLE_EVERY", 1)        # every call is sampled
+    monkeypatch.setenv("GRAPHC_KERNEL_CHOICE", "measure")
+    x = np.linspace(-1, 1, 64, dtype=np.float64).reshape(8, 8)
+    want = np.exp(x * 0.25) - x
+    f = gc.function(lambda v: gc.exp(v * 0.25) - v, backend="numba")
+    np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)
+    background.gate.set()
+    assert tiers.wait_all(120)
+    np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)     # measures: one core
+    runner = _runner(f, x)
+    (decision,) = runner.decisions.values()
+    assert decision["free"] == 1 and "parallel_s" not in decision
+    (kern,) = groups._KERNELS.values()
+    assert kern.serial.signatures and not kern.parallel.signatures
+
+    background.gate.clear()                     # the prange compile now waits on the test
+    free["n"] = 2
+    for _ in range(3 * adaptive.KEEP):          # the choice expires, its re-measure waits
+        np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)
+    assert runner.decisions[next(iter(runner.decisions))] is decision  # old choice kept
+    assert not kern.parallel.signatures         # nothing compiled it on a call
+    more = [j for lay in runner.layouts.values() for k, j in lay.jobs.items()
+            if isinstance(k, tuple) and k[1] == "more"]
+    assert [j.state for j in more] == ["pending"]
+
+    background.gate.set()
+    assert tiers.wait_all(120)
+    assert kern.parallel.signatures
+    np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)     # measures again
+    (new,) = runner.decisions.values()
+    assert new is not decision and new["free"] == 2
+    assert {"serial_s", "parallel_s", "numpy_s"} <= set(new)
+    for _ in range(3):
+        np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)
+
+
+def test_a_remeasure_in_sync_mode_compiles_the_new_variant_on_the_call(background,
+                                                                       monkeypatch):
+    from graphc.kernels import adaptive, cores, launch
+    monkeypatch.setenv("GRAPHC_COMPILE", "sync")
+    free = {"n": 1}
+    monkeypatch.setattr(cores, "free_cores", lambda: free["n"])
+    monkeypatch.setattr(launch.numba.config, "NUMBA_NUM_THREADS",
+                        max(2, launch.numba.config.NUMBA_NUM_THREADS))
+    monkeypatch.setattr(launch, "enter", lambda threads: None)
+    monkeypatch.setattr(groups, "enter", lambda threads: None)
+    monkeypatch.setattr(groups, "PAR_MIN", 0)
+    monkeypatch.setattr(adaptive, "SAMPLE_EVERY", 1)
+    monkeypatch.setenv("GRAPHC_KERNEL_CHOICE", "measure")
+    x = np.linspace(-1, 1, 64, dtype=np.float64).reshape(8, 8)
+    want = np.exp(x * 0.5) - x
+    f = gc.function(lambda v: gc.exp(v * 0.5) - v, backend="numba")
+    np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)
+    (kern,) = groups._KERNELS.values()
+    assert not kern.parallel.signatures
+    free["n"] = 2
+    for _ in range(adaptive.KEEP):              # the gate is held: nothing waits on it
+        np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)
+    (new,) = _runner(f, x).decisions.values()
+    assert new["free"] == 2 and "parallel_s" in new and kern.parallel.signatures
