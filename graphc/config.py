@@ -1,4 +1,4 @@
-"""Global switches: run_functions_eagerly and the GRAPHC_DEBUG / GRAPHC_DUMP environment knobs."""
+"""Global switches: run_functions_eagerly, the compile mode, GRAPHC_DEBUG and GRAPHC_DUMP."""
 import os
 
 _state = {"run_eagerly": False}
@@ -23,3 +23,17 @@ def debug_level():
 def dump_after():
     """The pass name (or 'all') after which GRAPHC_DUMP asks to print the graph, else None."""
     return os.environ.get("GRAPHC_DUMP") or None
+
+
+def set_compile_mode(mode):
+    """'background' (default): a new trace runs its numpy plan at once while its kernels
+    compile on a background thread, and switches to them when ready. 'sync': compile
+    before the first run (as GRAPHC_COMPILE=sync). None: back to GRAPHC_COMPILE."""
+    from .kernels import tiers
+    tiers.set_mode(mode)
+
+
+def compile_mode():
+    """The compile mode in effect: 'background' or 'sync'."""
+    from .kernels import tiers
+    return tiers.mode()

@@ -14,6 +14,9 @@ os.environ["GRAPHC_CACHE_DIR"] = _PRIVATE_CACHE
 # numba's cache for generated kernels then stays beside them (numba's own __pycache__ in
 # the private directory), never in the user's NUMBA_CACHE_DIR
 os.environ.pop("NUMBA_CACHE_DIR", None)
+# Kernels compile before the first run, so a test's first call already runs compiled code;
+# tests/kernels/test_tiers.py covers the background tier (the default outside the suite).
+os.environ.setdefault("GRAPHC_COMPILE", "sync")
 import pytest
 
 

@@ -12,7 +12,7 @@ from ..runtime.backends import register_backend
 from ..runtime.executor import last_uses
 from ..runtime.registry import REGISTRY
 from ..runtime.run_errors import located
-from . import blas, cache, codegen, loops
+from . import blas, cache, codegen, loops, tiers
 from .fusion import fuse
 from .groups import KERNEL_NAME, GroupRunner
 
@@ -175,7 +175,8 @@ class NumbaBackend:
         def run(args):
             plan = compile_plan(graph)
             holder[0] = plan
-            return plan(args)
+            with tiers.first_call():    # its background compiles start when it returns
+                return plan(args)
         holder = [run]
         return lambda args: holder[0](args)
 
@@ -203,6 +204,7 @@ def describe(graph):
                      f"{_dims(g.domain)}{red}: {', '.join(op.name for op in g.ops)}")
         lines.append(f"    inputs: {', '.join('%' + v.name for v in g.inputs)}; outputs: "
                      f"{', '.join('%' + v.name for v in g.outputs)}")
+        lines.append(f"    tier: {_group_tier(runner)}")
         for (key, klass), d in runner.decisions.items():
             extra = ""
             if "kernel_s" in d:
@@ -246,13 +248,15 @@ def describe(graph):
         if runner is None:
             lines.append(f"  {op.type} '{op.name}': interpreted, because {reason}")
         else:
-            if runner.status is None:
+            if runner.job is not None and runner.job.state == "pending":
+                state = "tier: interpreted while it compiles in the background"
+            elif runner.status is None:
                 state = ("not compiled yet: it is interpreted until that has cost "
                          f"{loops.LOOP_COMPILE_AFTER * 1e3:.0f} ms, then compiled; "
                          + ("in the disk cache" if cache.has_module(runner.key)
                             else "not in the disk cache"))
             else:
-                state = f"cache {runner.status}"
+                state = f"tier: compiled; cache {runner.status}"
             if runner.error:
                 state += f"; fell back to the interpreter: {runner.error}"
             lines.append(f"  {op.type} '{op.name}': lowered to one native function ({state})")
@@ -264,6 +268,24 @@ def describe(graph):
     lines.append(f"  kernel cache {cache.cache_dir()}: {cache.STATS['hits']} hits, "
                  f"{cache.STATS['misses']} misses, {cache.STATS['rebuilt']} rebuilt")
     return "\n".join(lines)
+
+
+def _group_tier(runner):
+    """Which code runs the group now: numpy rules or its compiled kernel, and why."""
+    jobs = [j for lay in runner.layouts.values() for j in lay.jobs.values()]
+    choices = [d["choice"] for d in runner.decisions.values()]
+    if "kernel" in choices:
+        return "compiled kernel" + (" (numpy rules for some shapes, measured faster)"
+                                    if "numpy" in choices else "")
+    if any(j.state == "pending" for j in jobs):
+        return "numpy rules while its kernel compiles in the background (switches when ready)"
+    if any(j.state == "failed" for j in jobs):
+        return "numpy rules: its kernel failed to compile (see the fallback below)"
+    if choices:
+        return "numpy rules (measured faster than its kernel, or forced)"
+    when = ("compiles in the background meanwhile" if tiers.mode() == "background"
+            else "compiles before that call (GRAPHC_COMPILE=sync)")
+    return f"numpy rules until the group is big or hot enough for its kernel, which {when}"
 
 
 def _dims(shape):

@@ -1,6 +1,7 @@
 """Running one fused group: shapes, kernel lookup, kernel-vs-numpy choice, numpy fallback."""
 import os
 import sys
+import threading
 import time
 from functools import partial
 
@@ -9,7 +10,7 @@ import numpy as np
 from .. import config
 from ..runtime.registry import REGISTRY
 from ..runtime.run_errors import is_located, located
-from . import adaptive, cache, codegen, codegen_chunks, cores
+from . import adaptive, cache, codegen, codegen_chunks, cores, groups_tier, tiers
 from .fusion import REDUCTIONS
 from .launch import PARALLEL, enter, parallel_or_serial, region_threads
 from .output_pool import OutputPool
@@ -29,6 +30,7 @@ PAR_MIN = 1 << 16
 COMPILE_AFTER = 0.05
 
 _KERNELS = {}     # key -> _Kernel, shared by every graph in the process
+_KERNELS_LOCK = threading.Lock()   # the compile thread loads kernels too
 
 
 def min_size():
@@ -66,14 +68,16 @@ class _Kernel:
             print(f"// graphc kernel for {self.label} (cache {self.status}, key {self.key[:12]})\n"
                   f"{self.source}", file=sys.stderr)
 
-    def run(self, par, args):
+    def run(self, par, args, serial_ok=True):
         """Run the kernel; with fast trig, redo with the whole-range one if an argument missed
-        (every output is rewritten in full, so the redo leaves no trace of the fast try)."""
+        (every output is rewritten in full, so the redo leaves no trace of the fast try).
+        serial_ok=False: the serial variant may not be compiled yet (groups_tier.py), so
+        prange runs even on one free core, with one thread."""
         if par:
             threads = region_threads()      # the cores free now (launch.py)
-            if threads > 1:
+            if threads > 1 or not serial_ok:
                 with PARALLEL:              # one parallel region at a time
-                    enter(threads)
+                    enter(max(threads, 1))
                     return self._run(True, args)
         return self._run(False, args)
 
@@ -96,13 +100,17 @@ KERNEL_NAME = "fused_kernel"
 def get_kernel(spec, label):
     key = cache.kernel_key(spec.canonical())
     k = _KERNELS.get(key)
-    if k is None:
-        k = _Kernel(key, spec, codegen.generate(spec, KERNEL_NAME), label)
-        try:
-            k.load()
-        except Exception as e:  # noqa: BLE001 - an unusable cache entry means numpy, not a crash
-            k.error = f"kernel module failed to load: {type(e).__name__}: {e}"
-        _KERNELS[key] = k
+    if k is not None:
+        return k
+    with _KERNELS_LOCK:
+        k = _KERNELS.get(key)
+        if k is None:
+            k = _Kernel(key, spec, codegen.generate(spec, KERNEL_NAME), label)
+            try:
+                k.load()
+            except Exception as e:  # noqa: BLE001 - an unusable cache entry: numpy, not a crash
+                k.error = f"kernel module failed to load: {type(e).__name__}: {e}"
+            _KERNELS[key] = k
     return k
 
 
@@ -110,7 +118,7 @@ class _Layout:
     """Everything about one set of input shapes: domain, output shapes, chosen spec."""
 
     __slots__ = ("domain", "out_shapes", "spec", "flat_spec", "size", "reason", "ready",
-                 "numpy_s", "hot", "go", "calls")
+                 "numpy_s", "hot", "go", "calls", "jobs")
 
     def __init__(self):
         self.domain = self.out_shapes = self.spec = self.flat_spec = None
@@ -121,6 +129,7 @@ class _Layout:
         self.numpy_s = 0.0  # time spent in numpy rules while below the size threshold
         self.hot = None     # below the threshold: worth a kernel? (None: not asked yet)
         self.go = None      # once decided (and no flat variant to choose): the whole call
+        self.jobs = {}      # contiguous? -> tiers.Job compiling its kernel in the background
 
 
 class GroupRunner:
@@ -140,7 +149,7 @@ class GroupRunner:
     # -- numpy path ----------------------------------------------------------------------
     def run_numpy(self, arrays):
         env = {id(v): a for v, a in zip(self.group.inputs, arrays)}
-        for fn, op in self.numpy_steps:
+        for fn, op, dead in self.numpy_steps:
             ins = [env[id(v)] for v in op.inputs]
             try:
                 env[id(op.outputs[0])] = fn(*ins)
@@ -149,6 +158,8 @@ class GroupRunner:
                 if err is None:
                     raise
                 raise err from e
+            for d in dead:      # as the interpreter does: a first call over 10M float32
+                del env[d]      # touched 400 MB of new pages (1.4 s) when all were kept
         return [env[id(v)] for v in self.group.outputs]
 
     # -- shapes --------------------------------------------------------------------------
@@ -189,6 +200,12 @@ class GroupRunner:
         flat = lay.flat_spec is not None and all(a.flags.c_contiguous for a in arrays)
         go = lay.calls.get(flat)
         if go is None:
+            if flat not in lay.ready and tiers.mode() == "background":
+                tier = groups_tier.compiled(self, lay, flat, arrays)
+                if tier is False:       # the numpy tier, while the kernel compiles
+                    return self.run_numpy(arrays)
+                if tier is not True:    # its prange variant, while the serial one compiles
+                    return self._run_kernel(tier, arrays, lay, flat, True, serial_ok=False)
             go = self._steady(lay, flat, arrays)
         return go(arrays)
 
@@ -231,11 +248,20 @@ class GroupRunner:
         return call
 
     def _remeasure(self, lay, flat, arrays):
-        """Measure every variant again on these inputs; later calls use the new choice."""
+        """Measure every variant again on these inputs; later calls use the new choice.
+        Background tier: a variant not compiled yet compiles on the compile thread first
+        (the old choice runs meanwhile; a later sampled call measures)."""
         kern, _, old = lay.ready[flat]
         spec = lay.flat_spec if flat else lay.spec
         par_ok = lay.size >= PAR_MIN and len(spec.axes) < spec.rank
-        decision = self._decide(kern, _klass(lay), arrays, lay, flat, par_ok, stored=False)
+        free = cores.free_cores()
+        variants = measured_variants(par_ok, free)
+        if tiers.mode() == "background":
+            variants = groups_tier.compiled_variants(self, kern, lay, flat, arrays, variants)
+            if not variants:
+                return
+        decision = self._decide(kern, _klass(lay), arrays, lay, flat, par_ok, stored=False,
+                                free=free, variants=variants)
         lay.ready[flat] = (kern, decision.get("variant") == "parallel", decision)
         lay.calls.pop(flat, None)
         lay.go = None
@@ -277,7 +303,7 @@ class GroupRunner:
         if reason not in self.fallbacks:
             self.fallbacks.append(reason)
 
-    def _run_kernel(self, kern, arrays, lay, flat, par):
+    def _run_kernel(self, kern, arrays, lay, flat, par, serial_ok=True):
         """One call of `kern` (flat: on 1-d views of contiguous inputs)."""
         g = self.group
         if flat:
@@ -289,26 +315,24 @@ class GroupRunner:
             outs = self.outputs.take([(s, v.type.dtype.np)
                                       for s, v in zip(lay.out_shapes, g.outputs)])
             dims = lay.domain
-        kern.run(par, (*ins, *outs, *dims))
+        kern.run(par, (*ins, *outs, *dims), serial_ok)
         if flat:
             return [o.reshape(s) for o, s in zip(outs, lay.out_shapes)]
         return outs
 
-    def _decide(self, kern, klass, arrays, lay, flat, par_ok, stored=True):
+    def _decide(self, kern, klass, arrays, lay, flat, par_ok, stored=True, free=None,
+                variants=None):
         """Time the kernel (one thread, and prange when big enough and cores are free)
         against the numpy rules on these very inputs and keep the fastest; persisted beside
-        the cache with the conditions it was measured under, and watched (adaptive.py)."""
+        the cache with the conditions it was measured under, and watched (adaptive.py).
+        `variants`: those to measure, when the caller has checked they are compiled."""
         mode = choice_mode()
-        free = cores.free_cores()
+        free = cores.free_cores() if free is None else free
         saved = cache.get_choice(kern.key, klass) if mode == "measure" and stored else None
         if saved is not None and adaptive.trusted(saved, free):
             decision = dict(saved, source="disk")
             return self._decided(kern, klass, decision)
-        variants = ["serial", "parallel"] if par_ok else ["serial"]
-        if mode != "measure":
-            variants = variants[-1:]
-        elif free <= 1:
-            variants = ["serial"]     # a parallel region would run serially now anyway
+        variants = variants or measured_variants(par_ok, free, mode)
         times, first = {}, None
         for variant in variants:
             run = partial(self._run_kernel, kern, arrays, lay, flat, variant == "parallel")
@@ -348,16 +372,32 @@ class GroupRunner:
         return decision
 
 
+def measured_variants(par_ok, free, mode=None):
+    """The variants a decision runs: in 'measure' mode serial, and prange when big enough
+    and cores are free (one free core would run it serially anyway); else the one forced."""
+    variants = ["serial", "parallel"] if par_ok else ["serial"]
+    if (mode or choice_mode()) != "measure":
+        return variants[-1:]
+    return variants if free > 1 else ["serial"]
+
+
 def _klass(lay):
     """The shape class a choice is recorded under."""
     return "x".join(map(str, lay.domain))
 
 
 def _numpy_steps(group):
+    """(rule, op, ids of the intermediates last read by this op) per op."""
+    last = {}
+    for n, op in enumerate(group.ops):
+        for v in op.inputs:
+            last[id(v)] = n
+    keep = {id(v) for v in group.outputs} | {id(v) for v in group.inputs}
     steps = []
-    for op in group.ops:
+    for n, op in enumerate(group.ops):
         impl = REGISTRY[op.type].numpy
-        steps.append((partial(impl, **op.attrs) if op.attrs else impl, op))
+        dead = tuple({id(v) for v in op.inputs if last[id(v)] == n and id(v) not in keep})
+        steps.append((partial(impl, **op.attrs) if op.attrs else impl, op, dead))
     return steps
 
 

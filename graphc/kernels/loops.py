@@ -18,7 +18,7 @@ import numpy as np
 from .. import config
 from ..runtime.registry import REGISTRY, ELEMENTWISE
 from ..runtime.types import TensorType
-from . import cache
+from . import cache, tiers
 from .stats import COUNTS
 from .codegen import np_name, statement, where
 from .loops_shape import ShapeLowering
@@ -193,6 +193,7 @@ class LoopRunner:
         self.status = None
         self.fn = None
         self.error = None
+        self.job = None          # tiers.Job compiling it in the background
         self.interpreted_s = 0.0
         self.scalar_in = [isinstance(v.type, TensorType) and v.type.shape == ()
                           for v in op.inputs]
@@ -203,9 +204,12 @@ class LoopRunner:
         self.fallback = lambda *a: impl(*a, **op.attrs)
 
     def _load(self):
-        mod, self.status = cache.load_module(self.key, self.source)
-        self.fn = mod.loop_kernel
-        self._make_fast()
+        self._install(*cache.load_module(self.key, self.source))
+
+    def _install(self, mod, status):
+        self.fast = self._make_fast(mod.loop_kernel)
+        self.status = status
+        self.fn = mod.loop_kernel       # last: a call in another thread sees fn => fast
         if config.debug_level() >= 3:
             print(f"// graphc loop kernel for {self.op.name} (cache {self.status})\n"
                   f"{self.source}", file=sys.stderr)
@@ -225,10 +229,14 @@ class LoopRunner:
             ready, result = self._worth_compiling(*arrays)
             if not ready:
                 return result
-            try:
-                self._load()
-            except Exception as e:  # noqa: BLE001 - unusable cache entry: interpret instead
-                self.error = f"loop kernel failed to load: {type(e).__name__}: {e}"
+            if tiers.mode() == "background" and (self.job is not None or not cache.has_module(
+                    self.key)) and not self._compiled(arrays):
+                return self.fallback(*arrays)   # interpreted while it compiles
+            if self.fn is None and self.error is None:
+                try:
+                    self._load()
+                except Exception as e:  # noqa: BLE001 - unusable cache entry: interpret
+                    self.error = f"loop kernel failed to load: {type(e).__name__}: {e}"
         if self.error is not None:
             return self.fallback(*arrays)
         try:
@@ -240,7 +248,32 @@ class LoopRunner:
             self.error = f"loop kernel failed to compile: {type(e).__name__}: {e}"
             return self.fallback(*arrays)
 
-    def _make_fast(self):
+    def _compiled(self, arrays):
+        """Background tier: is the compiled loop installed (or has its compile failed)?
+        Starts the compile on the first ask; installs its result between calls."""
+        if self.job is None:
+            sig = self._signature(arrays)
+            self.job = tiers.submit(f"loop {self.op.name}", lambda: self._compile(sig))
+        if self.job.state == "pending":
+            return False
+        if self.job.state == "failed":
+            self.error = f"loop kernel failed to compile (in the background): {self.job.error}"
+        elif self.fn is None:
+            self._install(*self.job.result)
+        return True
+
+    def _signature(self, arrays):
+        """The call's arguments (small: loops hold scalars and small tensors), typed by the
+        compile thread (numba.typeof here would import numpy.ma into this call)."""
+        return [a[()] if s else np.ascontiguousarray(a) for a, s in zip(arrays, self.scalar_in)]
+
+    def _compile(self, args):
+        import numba
+        mod, status = cache.load_module(self.key, self.source)
+        mod.loop_kernel.compile(tuple(numba.typeof(a) for a in args))
+        return mod, status
+
+    def _make_fast(self, fn):
         """A straight-line Python wrapper for this arity: no per-call loops over arguments.
 
         Scalars go in as numpy scalars (`a[()]`) and come back as numpy scalars of the
@@ -254,10 +287,10 @@ class LoopRunner:
         src = (f"def fast({', '.join(params)}):\n"
                f"    r = fn({', '.join(args)})\n"
                f"    return {ret}\n")
-        ns = {"fn": self.fn, "asc": np.ascontiguousarray,
+        ns = {"fn": fn, "asc": np.ascontiguousarray,
               **{f"T{k}": t for k, t in enumerate(self.out_types)}}
         exec(compile(src, f"<graphc loop wrapper {self.op.name}>", "exec"), ns)  # noqa: S102
-        self.fast = ns["fast"]
+        return ns["fast"]
 
 
 def lower(op):
