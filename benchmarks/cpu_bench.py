@@ -20,6 +20,7 @@ import graphc as gc
 import graphc.kernels.cpu  # noqa: F401 - sets GOMP_SPINCOUNT before any prange runs,
 #                            so the hand-written kernels below get the same threading setup
 from graphc.bench.hand_numba import FASTMATH
+from graphc.bench.timing import settle
 
 # What a numba user writes for array loops, and the same standard as `graphc bench`'s
 # "numba (hand)" column: prange, parallel, fast-math flags that only change rounding
@@ -30,6 +31,9 @@ FM = dict(parallel=True, fastmath=FASTMATH, cache=False)
 
 def median_time(fn, *args, reps=11, min_time=0.0):
     fn(*args)
+    settle()                 # background compiles done: time the compiled steady state
+    fn(*args)
+    settle()
     times = []
     start = time.perf_counter()
     while len(times) < reps or time.perf_counter() - start < min_time:

@@ -15,6 +15,14 @@ _BATCH_SECONDS = 0.05
 clock = time.perf_counter
 
 
+def settle():
+    """Wait for the kernels a first call (or a choice it measured) queued on the background
+    compile thread: the first call is timed as a user meets it, the steady state is what runs
+    once compiled code is in place (graphc.kernels.tiers)."""
+    from ..kernels import tiers
+    tiers.wait_all()
+
+
 @dataclass
 class Timing:
     first_s: float      # the first call: tracing + compiling + running
@@ -33,9 +41,11 @@ class Series:
         output = call()
         self.first = clock() - t0
         self.output = observe(output)
+        settle()
         t0 = clock()
         call()                                      # warm-up, and the batch-size estimate
         estimate = max(clock() - t0, 1e-9)
+        settle()
         self.batch = max(1, int(_BATCH_SECONDS / estimate))
         self.samples = []
         self.spent = 0.0
