@@ -9,7 +9,7 @@ import os
 from functools import partial
 
 from ..runtime.backends import register_backend
-from ..runtime.executor import last_uses
+from ..runtime.executor import compile_graph, last_uses
 from ..runtime.registry import REGISTRY
 from ..runtime.run_errors import located
 from . import blas, cache, codegen, loops, tiers
@@ -77,6 +77,16 @@ class Plan:
         self.pad = [None] * (len(index) - self.n_in)
         for slot, value in consts.items():
             self.pad[slot - self.n_in] = value
+
+    def runner(self):
+        """What later calls run: the plan, or for a plan of numpy rules alone (nothing fused,
+        lowered or split) the reference interpreter's runner over the same optimized graph,
+        which does the same steps with less per-op overhead (a cached scalar add: the numpy
+        backend's speed)."""
+        if self.groups or self.blas or any(r is not None for _, r, _ in self.loops) or any(
+                isinstance(fn, partial) and fn.func is blas.matmul for fn, *_ in self.steps):
+            return self
+        return compile_graph(self.graph)
 
     def _op_step(self, op, index):
         fn = None
@@ -174,7 +184,7 @@ class NumbaBackend:
         """Optimizing and fusing wait for the first call: tracing alone pays nothing."""
         def run(args):
             plan = compile_plan(graph)
-            holder[0] = plan
+            holder[0] = plan.runner()
             with tiers.first_call():    # its background compiles start when it returns
                 return plan(args)
         holder = [run]

@@ -389,3 +389,26 @@ def test_openmp_spin_count_default_leaves_the_users_setting(preset, want):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True).stdout.strip()
     assert out == str(want)
+
+
+def test_a_plan_of_numpy_rules_alone_runs_the_interpreters_runner(numba_forced):
+    """Nothing fused, lowered or split: later calls take the reference interpreter's runner
+    over the optimized graph (less per-op overhead), with the same results; a plan holding a
+    fused group keeps running itself."""
+    import graphc as gc
+    from graphc.kernels.cpu import Plan
+    from graphc.runtime.executor import compile_graph
+    x = gc.constant(np.array([1.5, -0.0, np.inf], np.float32))
+    y = gc.constant(np.array([2.0, 0.0, -np.inf], np.float32))
+    single = gc.function(lambda a, b: a + b, backend="numba", autograph=False)
+    with numba_forced.none("one add is not a group"):
+        got = [single(x, y).numpy() for _ in range(2)]
+    for g in got:
+        np.testing.assert_array_equal(g, x.numpy() + y.numpy())
+    plan = Plan(single.concrete_functions()[0].graph)
+    assert not plan.groups and plan.runner() is compile_graph(plan.graph)
+    chain = gc.function(lambda a, b: gc.exp(a * b) + a, backend="numba", autograph=False)
+    with numba_forced.expect(kernels=True):
+        chain(x, y)
+    plan = Plan(chain.concrete_functions()[0].graph)
+    assert plan.groups and plan.runner() is plan
