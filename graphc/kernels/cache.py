@@ -251,8 +251,7 @@ def load_module(key, source):
         status = "hit" if found is not None else "rebuilt" if present else "miss"
         cached = status == "hit"
         if status == "rebuilt":
-            trust.warn_once(path, f"{path} was not written by this user's graphc (or is "
-                            "damaged): ignored, rebuilt and replaced")
+            trust.warn_untrusted(path, ", rebuilt and replaced")
             drop_compiled(path)
         if not cached:
             found = text
@@ -337,8 +336,7 @@ def _read_choices(root):
     payload, present = root.read(path)
     if payload is None:
         if present:
-            trust.warn_once(path, f"{path} was not written by this user's graphc (or is "
-                            "damaged): ignored; kernel-vs-numpy choices are measured again")
+            trust.warn_untrusted(path, "; kernel-vs-numpy choices are measured again")
         return {}
     try:
         data = json.loads(payload)

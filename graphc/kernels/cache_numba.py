@@ -104,8 +104,7 @@ class SealedCache(_Cache):
         payload, present = root.read(path)
         if payload is None:
             if present:
-                trust.warn_once(path, f"{path} was not written by this user's graphc (or is "
-                                "damaged): ignored; the kernel is compiled again")
+                trust.warn_untrusted(path, "; the kernel is compiled again")
             return None
         try:
             stored, data = pickle.loads(payload)     # bytes this user's graphc sealed

@@ -35,13 +35,21 @@ _warned = set()
 _warned_lock = threading.Lock()
 
 
-def warn_once(subject, message):
-    """Warn once per process about `subject` (a path)."""
+def warn_once(subject, message, stacklevel=3):
+    """Warn once per process about `subject` (a path); `stacklevel` counts frames from
+    warn_once, as warnings.warn's does."""
     with _warned_lock:
         if subject in _warned:
             return
         _warned.add(subject)
-    warnings.warn(f"graphc kernel cache: {message}", KernelCacheWarning, stacklevel=3)
+    warnings.warn(f"graphc kernel cache: {message}", KernelCacheWarning,
+                  stacklevel=stacklevel)
+
+
+def warn_untrusted(path, then):
+    """One warning that the file at `path` was not sealed by us, saying what happens `then`."""
+    warn_once(path, f"{path} was not written by this user's graphc (or is damaged): "
+                    f"ignored{then}", stacklevel=4)      # the same frame as a direct call
 
 
 # -- directories ----------------------------------------------------------------------------
