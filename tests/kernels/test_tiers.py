@@ -290,11 +290,10 @@ def test_no_compile_runs_beside_a_first_call(monkeypatch):
     assert seen == [0]
 
 
-def test_a_remeasure_needing_an_uncompiled_variant_compiles_it_in_the_background(
-        background, monkeypatch):
-    """Measured on one free core: serial only is compiled. A second core frees up, the
-    choice expires, and the re-measure needs prange: it compiles on the compile thread
-    while the old choice keeps running, then the variants are measured."""
+def _one_free_core_then_more(monkeypatch):
+    """A fake free-core count the test changes ({"n": 1} at first), at least two numba
+    threads, no real thread-count switch, prange at any size, every call sampled and the
+    kernel-vs-numpy choice measured."""
     from graphc.kernels import adaptive, cores, launch
     free = {"n": 1}
     monkeypatch.setattr(cores, "free_cores", lambda: free["n"])
@@ -303,8 +302,18 @@ def test_a_remeasure_needing_an_uncompiled_variant_compiles_it_in_the_background
     monkeypatch.setattr(launch, "enter", lambda threads: None)
     monkeypatch.setattr(groups, "enter", lambda threads: None)
     monkeypatch.setattr(groups, "PAR_MIN", 0)
-    monkeypatch.setattr(adaptive, "SAMPLE_EVERY", 1)        # every call is sampled
+    monkeypatch.setattr(adaptive, "SAMPLE_EVERY", 1)
     monkeypatch.setenv("GRAPHC_KERNEL_CHOICE", "measure")
+    return free
+
+
+def test_a_remeasure_needing_an_uncompiled_variant_compiles_it_in_the_background(
+        background, monkeypatch):
+    """Measured on one free core: serial only is compiled. A second core frees up, the
+    choice expires, and the re-measure needs prange: it compiles on the compile thread
+    while the old choice keeps running, then the variants are measured."""
+    from graphc.kernels import adaptive
+    free = _one_free_core_then_more(monkeypatch)
     x = np.linspace(-1, 1, 64, dtype=np.float64).reshape(8, 8)
     want = np.exp(x * 0.25) - x
     f = gc.function(lambda v: gc.exp(v * 0.25) - v, backend="numba")
@@ -341,17 +350,9 @@ def test_a_remeasure_needing_an_uncompiled_variant_compiles_it_in_the_background
 
 def test_a_remeasure_in_sync_mode_compiles_the_new_variant_on_the_call(background,
                                                                        monkeypatch):
-    from graphc.kernels import adaptive, cores, launch
+    from graphc.kernels import adaptive
     monkeypatch.setenv("GRAPHC_COMPILE", "sync")
-    free = {"n": 1}
-    monkeypatch.setattr(cores, "free_cores", lambda: free["n"])
-    monkeypatch.setattr(launch.numba.config, "NUMBA_NUM_THREADS",
-                        max(2, launch.numba.config.NUMBA_NUM_THREADS))
-    monkeypatch.setattr(launch, "enter", lambda threads: None)
-    monkeypatch.setattr(groups, "enter", lambda threads: None)
-    monkeypatch.setattr(groups, "PAR_MIN", 0)
-    monkeypatch.setattr(adaptive, "SAMPLE_EVERY", 1)
-    monkeypatch.setenv("GRAPHC_KERNEL_CHOICE", "measure")
+    free = _one_free_core_then_more(monkeypatch)
     x = np.linspace(-1, 1, 64, dtype=np.float64).reshape(8, 8)
     want = np.exp(x * 0.5) - x
     f = gc.function(lambda v: gc.exp(v * 0.5) - v, backend="numba")
