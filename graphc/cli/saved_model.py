@@ -106,9 +106,8 @@ def show_text(root, everything):
     for path, f in functions:
         lines.append(f"  {path}: {len(f._traces)} trace(s)")
         if everything:
-            from ..runtime import signature as sig
             for key, cf in f._traces:
-                args = ", ".join(f"{p.name}={sig.describe(k)}" for p, k in zip(f._params, key))
+                args = ", ".join(f"{p.name}={_describe(k)}" for p, k in zip(f._params, key))
                 outs = ", ".join(_spec(v.type.dtype, v.type.shape) for v in cf.graph.outputs)
                 lines.append(f"    ({args}) -> ({outs})")
     lines.append("variables:")
@@ -119,6 +118,22 @@ def show_text(root, everything):
     if not everything and len(variables) > 20:
         lines.append(f"  ({len(variables)} variables; --all lists them)")
     return "\n".join(lines)
+
+
+def _describe(key):
+    """A signature key as `show` writes it: tensors as float32[?,3], variables marked."""
+    from ..runtime import signature as sig
+    tag = key[0]
+    if tag in (sig.TENSOR, sig.RESOURCE):
+        return ("Variable " if tag == sig.RESOURCE else "") + _spec(key[1], key[2])
+    if tag in (sig.LIST, sig.TUPLE):
+        inner = ", ".join(_describe(k) for k in key[1])
+        return f"[{inner}]" if tag == sig.LIST else f"({inner})"
+    if tag == sig.DICT:
+        return "{" + ", ".join(f"{k!r}: {_describe(v)}" for k, v in key[1]) + "}"
+    if tag == sig.NAMED:
+        return f"{key[1].__name__}(" + ", ".join(_describe(k) for k in key[2]) + ")"
+    return sig.describe(key)
 
 
 def _spec(dtype, shape):

@@ -58,6 +58,7 @@ def test_show_lists_signatures_objects_functions_and_variables(exported, capsys)
     assert "    input  x: float32[?,3]" in out
     assert "    output y: float32[?,2]" in out and "    output label: int64[?]" in out
     assert "    (n=int32[]) -> (int32[])" in out
+    assert "    (x=float32[?,3]) -> (float32[?,2], int64[?])" in out
 
 
 def test_run_prints_or_writes_the_outputs(exported, capsys, tmp_path):
