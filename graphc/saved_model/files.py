@@ -58,5 +58,5 @@ def read_json(path):
                           "modified after saving)")
     try:
         return json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise GraphcError(f"{path}: body is not valid JSON ({e})") from None

@@ -48,7 +48,13 @@ def load(export_dir, backend="auto"):
                           "gc.saved_model.save wrote")
     path = os.path.join(export_dir, JSON_NAME)
     data = files.read_json(path)
-    return _Loader(export_dir, path, data, backend).root
+    try:
+        return _Loader(export_dir, path, data, backend).root
+    except GraphcError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, RecursionError) as e:
+        # a checksummed file the checks above did not foresee: still damage, never a crash
+        raise GraphcError(f"{path}: malformed SavedModel ({type(e).__name__}: {e})") from None
 
 
 class _Loader:

@@ -147,3 +147,48 @@ def test_future_format_version_and_missing_files(saved, tmp_path):
     os.remove(os.path.join(d2, "variables", "variables.index"))
     with pytest.raises(GraphcError, match="variables.index: file is missing"):
         gc.saved_model.load(d2)
+
+
+def _mutations(data, rng, n):
+    """`n` copies of `data`, each with one randomly chosen JSON node replaced."""
+    import copy
+    import json
+    nodes = []
+
+    def collect(x, path):
+        nodes.append(path)
+        if isinstance(x, dict):
+            for k in x:
+                collect(x[k], path + (k,))
+        elif isinstance(x, list):
+            for i, v in enumerate(x):
+                collect(v, path + (i,))
+    collect(data, ())
+    junk = [None, True, 0, -1, 2 ** 70, 1.5, "", "x", "float64", [], {}, [None], {"int": "7"},
+            {"graph": {}}, ["tensor", "float32", [-1]], [[]], {"a": 1}]
+    for _ in range(n):
+        d = copy.deepcopy(data)
+        path = nodes[rng.integers(1, len(nodes))]
+        parent = d
+        for p in path[:-1]:
+            parent = parent[p]
+        parent[path[-1]] = copy.deepcopy(junk[rng.integers(len(junk))])
+        yield path, json.loads(json.dumps(d))
+
+
+def test_random_edits_of_a_checksummed_file_never_crash_the_loader(saved, tmp_path):
+    """Every edit either loads (it changed nothing that matters, e.g. a source line) or is a
+    GraphcError naming the file: never another exception, never a hang."""
+    rng = np.random.default_rng(0)
+    data = files.read_json(os.path.join(saved, "saved_model.json"))
+    d = _copy(saved, str(tmp_path / "m"))
+    path = os.path.join(d, "saved_model.json")
+    rejected = 0
+    for where, edited in _mutations(data, rng, 300):
+        files.write_json(path, edited)
+        try:
+            gc.saved_model.load(d, backend="numpy")
+        except GraphcError as e:
+            assert "saved_model.json" in str(e), (where, e)
+            rejected += 1
+    assert rejected > 200
