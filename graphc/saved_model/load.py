@@ -198,8 +198,11 @@ class _Loader:
         return out
 
     def _child_name(self, item):
+        # no dunders but __call__ (they would rebind the object's class or dict), and not
+        # the loaded object's own fields
         if not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str) \
-                or not item[0] or item[0] in ("signatures", "_name", "_saved_class"):
+                or not item[0] or item[0] in ("signatures", "_name", "_saved_class") \
+                or item[0].startswith("__") and item[0] != "__call__":
             self.reader.fail(f"bad child entry {item!r}")
         return item[0]
 

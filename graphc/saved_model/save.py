@@ -91,6 +91,12 @@ class _Saver:
                         name=str(getattr(o, "name", "")) if hasattr(o, "_name") else "")
             node["functions"] = [[name, self._function(f, name)] for name, f in _functions(o)]
         node["children"] = [[name, self._node(c)] for name, c in trackable.children(o)]
+        for name, _ in node["children"] + node.get("functions", []):
+            if name in ("signatures", "_name", "_saved_class") or \
+                    name.startswith("__") and name != "__call__":
+                raise ValueError(f"gc.saved_model.save: attribute {name!r} of {o!r} cannot be "
+                                 "saved under that name (loaded objects use it themselves); "
+                                 "rename the attribute")
         return n
 
     # -- functions -------------------------------------------------------------------------

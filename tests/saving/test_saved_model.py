@@ -264,3 +264,10 @@ def test_load_in_a_fresh_process_after_the_source_is_deleted(tmp_path):
     w = np.arange(6, dtype=np.float32).reshape(3, 2)
     x = np.array([[1, 2, 3], [-4, -5, -6]], np.float32)
     assert res.stdout.strip() == f"{(-(x @ w)).tolist()} {((-x) @ w).tolist()}"
+
+
+def test_reserved_attribute_names_are_refused_at_save(tmp_path):
+    m = gc.Module()
+    m.signatures = gc.Variable(1.0)
+    with pytest.raises(ValueError, match="'signatures'"):
+        gc.saved_model.save(m, str(tmp_path))
