@@ -51,8 +51,9 @@ def read_json(path):
         raise GraphcError(f"{path}: not a graphc SavedModel file (bad header); the file is "
                           "damaged or was not written by graphc")
     if parts[1] != str(FORMAT_VERSION).encode():
-        raise GraphcError(f"{path}: SavedModel format version {parts[1].decode('ascii', 'replace')!r}"
-                          f" is not supported by this graphc (it reads version {FORMAT_VERSION})")
+        version = parts[1].decode("ascii", "replace")
+        raise GraphcError(f"{path}: SavedModel format version {version!r} is not supported "
+                          f"by this graphc (it reads version {FORMAT_VERSION})")
     if hashlib.sha256(body).hexdigest().encode() != parts[2][len(b"sha256="):]:
         raise GraphcError(f"{path}: checksum mismatch; the file is damaged (truncated or "
                           "modified after saving)")

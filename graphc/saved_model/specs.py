@@ -5,8 +5,6 @@ import collections
 import inspect
 import struct
 
-from .. import dtypes as _dt
-from ..errors import GraphcError
 from ..runtime import signature as sig
 from ..runtime.concrete import _Slot
 from .serialize import SerializeError
@@ -228,9 +226,3 @@ def params_from_json(items, fail):
         fail(f"bad parameter list: {e}")
     return params
 
-
-def dtype_name(d):
-    return _dt.as_dtype(d).name
-
-
-__all__ = ["GraphcError"]

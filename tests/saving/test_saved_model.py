@@ -271,3 +271,32 @@ def test_reserved_attribute_names_are_refused_at_save(tmp_path):
     m.signatures = gc.Variable(1.0)
     with pytest.raises(ValueError, match="'signatures'"):
         gc.saved_model.save(m, str(tmp_path))
+
+
+def test_runtime_errors_of_loaded_graphs_point_at_the_saved_user_line(tmp_path):
+    m = gc.Module()
+
+    @gc.function(input_signature=[gc.TensorSpec([None], gc.float32)])
+    def checked(x):
+        assert gc.reduce_all(x > 0.0), "x must be positive"
+        return gc.sqrt(x)
+    m.f = checked
+    line = checked.python_function.__code__.co_firstlineno + 2
+    gc.saved_model.save(m, str(tmp_path))
+    loaded = gc.saved_model.load(str(tmp_path), backend="numpy")
+    np.testing.assert_array_equal(loaded.f([4.0, 9.0]).numpy(), [2.0, 3.0])
+    with pytest.raises(gc.errors.InvalidArgumentError,
+                       match=rf"x must be positive.*test_saved_model.py:{line}"):
+        loaded.f([4.0, -1.0])
+
+
+def test_loaded_functions_from_several_threads(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+    m, loaded, _ = _saved(tmp_path)
+    want = m.predict(X)["scores"].numpy()
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda _: loaded.predict(X)["scores"].numpy(), range(16)))
+        counts = list(pool.map(lambda _: loaded.count(gc.constant(1)).numpy(), range(20)))
+    for g in got:
+        np.testing.assert_array_equal(g, want)
+    assert sorted(counts) == list(range(6, 26)) and loaded.steps.numpy() == 25

@@ -1,7 +1,6 @@
 """Every registered op survives serialize -> JSON text -> deserialize: the rebuilt graph
 prints the same and computes the same bits as the original on the numpy and numba
 backends (NaN, inf and -0.0 included)."""
-import io
 import sys
 
 import numpy as np
@@ -57,8 +56,8 @@ def control(x, n):
     for i in gc.range(3):
         ta = ta.write(i, x[0] * gc.cast(i, gc.float32))
     tb = gc.TensorArray(gc.float32, size=2).unstack(x)
-    return (total, gc.range(1, n, 2), ta.stack(), ta.gather([0, 2]), ta.concat(), ta.size(), ta.read(1),
-            tb.read(0))
+    return (total, gc.range(1, n, 2), ta.stack(), ta.gather([0, 2]), ta.concat(), ta.size(),
+            ta.read(1), tb.read(0))
 
 
 def effects(x, v):
