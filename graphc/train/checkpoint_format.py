@@ -13,12 +13,14 @@ write, so the index on disk always names the data written with it, even while a 
 the same prefix is under way or was killed half way (one writer per prefix at a time).
 """
 import concurrent.futures
+import ctypes
 import glob
 import json
 import math
 import os
 import re
 import secrets
+import sys
 import zlib
 from dataclasses import dataclass
 
@@ -163,15 +165,41 @@ def _write_data(path, arrays):
     threads (zlib and file writes release the GIL); fsync before returning the CRCs."""
     total = sum(a.nbytes for _, a in arrays)
     with _checksum_pool(total) as pool, open(path, "wb", buffering=0) as f:
-        pending = []
+        pending, written = [], 0
         for _, a in arrays:
             futures = []
             for chunk in _byte_chunks(a):
                 futures.append(pool.submit(zlib.crc32, chunk))
                 _write_all(f, chunk)
+                _start_writeback(f.fileno(), written, len(chunk))
+                written += len(chunk)
             pending.append(futures)
         os.fsync(f.fileno())
         return [[fut.result() for fut in futures] for futures in pending]
+
+
+def _sync_file_range():
+    """Linux's sync_file_range, to start writing each chunk to disk while the next is
+    written (the closing fsync then has little left: 256 MB saved in 0.16 s instead of 0.22
+    s here); None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_SYNC_FILE_RANGE = _sync_file_range()
+_SYNC_FILE_RANGE_WRITE = 2
+
+
+def _start_writeback(fd, offset, nbytes):
+    if _SYNC_FILE_RANGE is not None and nbytes >= (1 << 20):
+        _SYNC_FILE_RANGE(fd, offset, nbytes, _SYNC_FILE_RANGE_WRITE)   # a hint: errors ignored
 
 
 def _write_all(f, chunk):
