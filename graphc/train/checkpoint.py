@@ -80,7 +80,7 @@ class Checkpoint:
         with self._lock:
             number = int(self._save_counter.assign_add(np.int64(1)).numpy())
             path = self.write(f"{os.fspath(file_prefix)}-{number}")
-        update_state(os.path.dirname(path) or ".", path, [path])
+            update_state(os.path.dirname(path) or ".", path, [path])   # in order of numbers
         return path
 
     # -- restoring -------------------------------------------------------------------------

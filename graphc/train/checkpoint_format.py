@@ -275,9 +275,10 @@ def read_index(prefix):
         with open(path, "rb") as f:
             raw = f.read()
     except FileNotFoundError:
+        hint = ("pass the prefix, without '.index'" if path.endswith(".index.index") else
+                "gc.train.latest_checkpoint(directory) finds the newest one")
         raise FileNotFoundError(f"no checkpoint at {os.fspath(prefix)!r}: {path} does not "
-                                "exist (gc.train.latest_checkpoint(directory) finds the "
-                                "newest one)") from None
+                                f"exist ({hint})") from None
     try:
         doc = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys,
                          parse_constant=_reject_constant)

@@ -79,6 +79,9 @@ def test_restore_none_and_bad_paths(tmp_path):
         ckpt.restore(tmp_path / "missing")
     with pytest.raises(ValueError, match="is a directory"):
         ckpt.restore(tmp_path)
+    path = ckpt.save(tmp_path / "c")
+    with pytest.raises(FileNotFoundError, match="without '.index'"):
+        ckpt.restore(path + ".index")
 
 
 def test_constructor_errors():
@@ -226,3 +229,30 @@ def test_save_and_restore_inside_a_trace_are_errors(tmp_path):
     with pytest.raises(RuntimeError, match="call it outside"):
         f(1.0)
     assert not os.listdir(tmp_path)
+
+
+def test_saves_from_several_threads_get_distinct_numbers(tmp_path):
+    import threading
+    v = gc.Variable(np.arange(1000.0))
+    ckpt = gc.train.Checkpoint(v=v)
+    paths, errors = [], []
+
+    def work():
+        try:
+            for _ in range(5):
+                paths.append(ckpt.save(str(tmp_path / "t")))
+                v.assign_add(np.ones(1000))
+        except Exception as e:      # noqa: BLE001  (reported below)
+            errors.append(e)
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and sorted(paths) == sorted(str(tmp_path / f"t-{i}") for i in range(1, 21))
+    assert gc.train.latest_checkpoint(tmp_path) == str(tmp_path / "t-20")
+    for path in paths:              # each one whole: one value repeated, as assigned
+        back = gc.Variable(np.zeros(1000))
+        gc.train.Checkpoint(v=back).restore(path)
+        values = back.numpy() - np.arange(1000.0)
+        assert (values == values[0]).all()
