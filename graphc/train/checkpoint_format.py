@@ -13,12 +13,14 @@ write, so the index on disk always names the data written with it, even while a 
 the same prefix is under way or was killed half way (one writer per prefix at a time).
 """
 import concurrent.futures
+import ctypes
 import glob
 import json
 import math
 import os
 import re
 import secrets
+import sys
 import zlib
 from dataclasses import dataclass
 
@@ -159,46 +161,88 @@ def _byte_chunks(a):
 
 
 def _write_data(path, arrays):
-    """Write the arrays back to back while their chunks' CRC-32s are computed on other
-    threads (zlib and file writes release the GIL); fsync before returning the CRCs."""
-    total = sum(a.nbytes for _, a in arrays)
-    with _checksum_pool(total) as pool, open(path, "wb", buffering=0) as f:
-        pending = []
-        for _, a in arrays:
-            futures = []
-            for chunk in _byte_chunks(a):
-                futures.append(pool.submit(zlib.crc32, chunk))
-                _write_all(f, chunk)
-            pending.append(futures)
+    """Write the arrays back to back and return each one's chunk CRC-32s; big writes
+    checksum and write their chunks on several threads (zlib and pwrite release the GIL).
+    fsync before returning."""
+    tasks, total = [], 0
+    for _, a in arrays:
+        for chunk in _byte_chunks(a):
+            tasks.append((chunk, total))
+            total += len(chunk)
+    with open(path, "wb", buffering=0) as f:
+        def put(task):
+            chunk, offset = task
+            crc = zlib.crc32(chunk)
+            _write_at(f, chunk, offset)
+            _start_writeback(f.fileno(), offset, len(chunk))
+            return crc
+        crcs = _map_chunks(put, tasks, total)
         os.fsync(f.fileno())
-        return [[fut.result() for fut in futures] for futures in pending]
+    out, i = [], 0
+    for _, a in arrays:
+        n = -(-a.nbytes // CHUNK_BYTES)
+        out.append(crcs[i:i + n])
+        i += n
+    return out
 
 
-def _write_all(f, chunk):
+_POSITIONAL_IO = hasattr(os, "pwrite") and hasattr(os, "preadv")
+
+
+def _map_chunks(fn, tasks, total_bytes):
+    """[fn(task) for task in tasks], on a few threads when there is enough data and the
+    platform has positional file I/O (each task then touches its own byte range)."""
+    workers = min(4, os.cpu_count() or 1, len(tasks))
+    if total_bytes < _PARALLEL_MIN or workers < 2 or not _POSITIONAL_IO:
+        return [fn(task) for task in tasks]
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(fn, tasks))
+
+
+def _write_at(f, chunk, offset):
+    if not _POSITIONAL_IO:
+        f.seek(offset)      # tasks run one by one in order here
     while chunk:
-        n = f.write(chunk)
-        chunk = chunk[n:]
+        n = os.pwrite(f.fileno(), chunk, offset) if _POSITIONAL_IO else f.write(chunk)
+        chunk, offset = chunk[n:], offset + n
 
 
-class _Inline:
-    """A pool stand-in that runs each task at once (small writes and reads)."""
+def _read_at(f, buf, offset):
+    """Fill `buf` from `offset`; the number of bytes read (short at end of file)."""
+    if not _POSITIONAL_IO:
+        f.seek(offset)
+    got = 0
+    while got < len(buf):
+        rest = buf[got:]
+        n = os.preadv(f.fileno(), [rest], offset + got) if _POSITIONAL_IO else f.readinto(rest)
+        if not n:
+            break
+        got += n
+    return got
 
-    def submit(self, fn, *args):
-        fut = concurrent.futures.Future()
-        fut.set_result(fn(*args))
-        return fut
 
-    def __enter__(self):
-        return self
+def _sync_file_range():
+    """Linux's sync_file_range, to start writing each chunk to disk while the next is
+    written (the closing fsync then has little left: 256 MB saved in 0.16 s instead of 0.22
+    s here); None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
 
-    def __exit__(self, *exc):
-        return False
+
+_SYNC_FILE_RANGE = _sync_file_range()
+_SYNC_FILE_RANGE_WRITE = 2
 
 
-def _checksum_pool(total_bytes):
-    if total_bytes < _PARALLEL_MIN:
-        return _Inline()
-    return concurrent.futures.ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1)))
+def _start_writeback(fd, offset, nbytes):
+    if _SYNC_FILE_RANGE is not None and nbytes >= (1 << 20):
+        _SYNC_FILE_RANGE(fd, offset, nbytes, _SYNC_FILE_RANGE_WRITE)   # a hint: errors ignored
 
 
 def _canonical(body):
@@ -247,9 +291,10 @@ def read_index(prefix):
         with open(path, "rb") as f:
             raw = f.read()
     except FileNotFoundError:
+        hint = ("pass the prefix, without '.index'" if path.endswith(".index.index") else
+                "gc.train.latest_checkpoint(directory) finds the newest one")
         raise FileNotFoundError(f"no checkpoint at {os.fspath(prefix)!r}: {path} does not "
-                                "exist (gc.train.latest_checkpoint(directory) finds the "
-                                "newest one)") from None
+                                f"exist ({hint})") from None
     try:
         doc = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys,
                          parse_constant=_reject_constant)
@@ -341,16 +386,6 @@ def read_tensors(prefix, index=None):
     return _read(index, list(index.entries.values()))
 
 
-def _read_into(f, buf):
-    got = 0
-    while got < len(buf):
-        n = f.readinto(buf[got:])
-        if not n:
-            break
-        got += n
-    return got
-
-
 def _read(index, entries):
     path = index.data_path
     try:
@@ -362,20 +397,22 @@ def _read(index, entries):
         if size != index.data_nbytes:    # before allocating anything
             raise _damaged(path, f"it has {size} bytes but its index declares "
                                  f"{index.data_nbytes}")
-        out, checks = {}, []
-        with _checksum_pool(sum(e.nbytes for e in entries)) as pool:
-            for e in entries:
-                a = np.empty(e.shape, e.dtype)
-                f.seek(e.offset)
-                step = index.chunk_bytes
-                flat = memoryview(a.reshape(-1).view(np.uint8))
-                for i, want in zip(range(0, e.nbytes, step), e.checksum):
-                    chunk = flat[i:i + step]
-                    if _read_into(f, chunk) != len(chunk):
-                        raise _damaged(path, f"tensor {e.key!r} is cut short")
-                    checks.append((e.key, want, pool.submit(zlib.crc32, chunk)))
-                out[e.key] = a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("="))
-            for key, want, fut in checks:
-                if fut.result() != want:
-                    raise _damaged(path, f"tensor {key!r} does not match its checksum")
-    return out
+        out, tasks, step = {}, [], index.chunk_bytes
+        for e in entries:
+            a = out[e.key] = np.empty(e.shape, e.dtype)
+            flat = memoryview(a.reshape(-1).view(np.uint8))
+            for i, want in zip(range(0, e.nbytes, step), e.checksum):
+                tasks.append((e.key, flat[i:i + step], e.offset + i, want))
+
+        def get(task):
+            key, buf, offset, want = task
+            if _read_at(f, buf, offset) != len(buf):
+                return f"tensor {key!r} is cut short"
+            if zlib.crc32(buf) != want:
+                return f"tensor {key!r} does not match its checksum"
+            return None
+        problems = [p for p in _map_chunks(get, tasks, sum(e.nbytes for e in entries)) if p]
+    if problems:
+        raise _damaged(path, problems[0])
+    return {k: a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("="))
+            for k, a in out.items()}

@@ -47,13 +47,20 @@ def test_big_endian_and_strided_inputs_are_stored_little_endian(tmp_path):
     np.testing.assert_array_equal(fmt.read_tensor(tmp_path / "p", "a"), a)
 
 
-def test_multi_chunk_tensor_uses_the_thread_pool(tmp_path, monkeypatch):
+@pytest.mark.parametrize("positional_io", [True, False])
+def test_multi_chunk_tensors_on_threads_or_in_order(tmp_path, monkeypatch, positional_io):
     monkeypatch.setattr(fmt, "CHUNK_BYTES", 1 << 16)
     monkeypatch.setattr(fmt, "_PARALLEL_MIN", 1 << 18)
-    a = np.random.default_rng(0).random(100_000)        # 800 kB: 13 chunks, pooled
-    fmt.write_tensors(tmp_path / "p", {"a": a, "b": a[:7]})
+    monkeypatch.setattr(fmt, "_POSITIONAL_IO", positional_io and fmt._POSITIONAL_IO)
+    a = np.random.default_rng(0).random(100_000)        # 800 kB: 13 chunks
+    data, _ = fmt.write_tensors(tmp_path / "p", {"a": a, "b": a[:7]})
     assert len(fmt.read_index(tmp_path / "p").entries["a"].checksum) == 13
     _same(fmt.read_tensors(tmp_path / "p")["a"], a)
+    raw = bytearray(open(data, "rb").read())
+    raw[500_000] ^= 16                                     # in the 8th chunk of 'a'
+    open(data, "wb").write(raw)
+    with pytest.raises(GraphcError, match="'a' does not match its checksum"):
+        fmt.read_tensors(tmp_path / "p")
 
 
 def test_bad_arguments(tmp_path):
@@ -94,7 +101,7 @@ def test_failed_write_keeps_the_old_checkpoint(tmp_path, monkeypatch, fail_at):
     def disk_full(*args, **kwargs):
         raise OSError(28, "No space left on device")
     if fail_at == "write":
-        monkeypatch.setattr(fmt, "_write_all", disk_full)
+        monkeypatch.setattr(fmt, "_write_at", disk_full)
     else:
         monkeypatch.setattr(fmt.os, fail_at, disk_full)
     with pytest.raises(OSError, match="No space"):
