@@ -9,6 +9,7 @@ from ..errors import GraphcError
 from ..runtime import context, signature as sig
 from ..runtime.concrete import ConcreteFunction
 from ..runtime.dispatch import convert_to_tensor
+from ..runtime.function import _ParamInfo, _conform, _tracing_or_taping
 from ..runtime.module import Module
 from ..runtime.tensor import Tensor
 from ..runtime.types import ResourceType
@@ -248,7 +249,6 @@ class LoadedFunction:
     trace matches raises ValueError listing the saved signatures (nothing can be traced)."""
 
     def __init__(self, name, params, input_signature, traces):
-        from ..runtime.function import _ParamInfo
         self._name = name
         self._params = params
         self.input_signature = input_signature
@@ -258,8 +258,10 @@ class LoadedFunction:
         self._cache = {key: cf for key, cf in traces}
 
     def __call__(self, *args, **kwargs):
-        from ..runtime.function import _conform, _tracing_or_taping
-        values = self._info.canonicalize(args, kwargs, self._name)
+        if kwargs or len(args) != self._info.n_simple:
+            values = self._info.canonicalize(args, kwargs, self._name)
+        else:
+            values = args                        # plain positional call: nothing to bind
         if self.input_signature is not None:
             values = _conform(values, self.input_signature, self._info, self._name)
         if context._busy[0] and _tracing_or_taping():
@@ -267,7 +269,7 @@ class LoadedFunction:
             key, leaves = _symbolic_key(values)
             return replay(self._match(key), leaves)
         leaves = []
-        key = tuple(sig.encode(v, leaves) for v in values)
+        key = tuple([sig.encode(v, leaves) for v in values])
         cf = self._cache.get(key) or self._match(key)
         return cf._call_leaves(leaves)
 
