@@ -361,8 +361,12 @@ class SignatureFunction:
             if not spec.is_compatible_with(t):
                 raise ValueError(f"signature {self.name!r}: input {n!r} must be {spec!r}, got "
                                  f"{t.dtype.name}{list(t.shape)}")
-            tensors.append(t._np)
-        outs = self._cf._run(tensors + self._cf._captures)
+            tensors.append(t)
+        if context._busy[0] and _tracing_or_taping():     # inside a trace or under a tape
+            from .replay import replay_flat
+            outs = replay_flat(self._cf, tensors)
+            return {k: outs[i] for k, i in self.output_names.items()}
+        outs = self._cf._run([t._np for t in tensors] + self._cf._captures)
         return {k: Tensor._concrete(outs[i]) for k, i in self.output_names.items()}
 
     def __repr__(self):

@@ -15,15 +15,20 @@ _LIST_OPS = ("tensor_list_", "list_grad_", "loop_stack_")
 
 
 def replay(cf, leaves):
-    """Run `cf`'s graph on `leaves` (tensors, maybe symbolic, and variables) through bind."""
+    """Run `cf`'s graph on `leaves` (tensors, maybe symbolic, and variables) through bind;
+    returns its outputs in the function's structure."""
+    return _pack(cf._structure, replay_flat(cf, leaves))
+
+
+def replay_flat(cf, leaves):
+    """The graph's flat list of outputs, replayed on `leaves`."""
     g = cf.graph
     env = {}
     for v, x in zip(g.inputs, leaves):
         env[id(v)] = x
     for v, src in g.captures:
         env[id(v)] = src
-    outs = _run(g, env, cf.name)
-    return _pack(cf._structure, outs)
+    return _run(g, env, cf.name)
 
 
 def _pack(structure, outs):

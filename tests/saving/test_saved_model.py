@@ -329,3 +329,18 @@ def test_a_loaded_training_step_continues_like_the_original(tmp_path):
     want = [t.step(x, y).numpy() for _ in range(3)]
     assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
     assert w_loaded.tobytes() == t.w.numpy().tobytes()
+
+
+def test_signatures_inside_a_trace_and_under_a_tape(tmp_path):
+    m, loaded, _ = _saved(tmp_path)
+    serve = loaded.signatures["serving_default"]
+
+    @gc.function
+    def doubled(x):
+        return serve(x=x)["scores"] * 2.0
+    np.testing.assert_array_equal(doubled(gc.constant(X)).numpy(),
+                                  m.predict(X)["scores"].numpy() * 2.0)
+    with gc.GradientTape() as tape:
+        loss = gc.reduce_sum(serve(x=X)["scores"] ** 2)
+    np.testing.assert_allclose(tape.gradient(loss, loaded.layers[0].w).numpy(), _grad_w0(m),
+                               rtol=1e-6)
