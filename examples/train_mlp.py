@@ -1,9 +1,13 @@
 """Train an MLP classifier with a compiled train step (GradientTape + Adam inside @gc.function).
 
 The data set is a deterministic 10-class Gaussian mixture made here (nothing downloaded).
-Run: `python examples/train_mlp.py [--epochs N] [--backend numpy|numba|auto]`.
+Each epoch ends with a checkpoint (gc.train.CheckpointManager, the newest 3 kept); run it
+again and it resumes from the latest one, continuing exactly where it stopped.
+Run: `python examples/train_mlp.py [--epochs N] [--backend numpy|numba|auto]
+[--checkpoint-dir DIR | --no-checkpoints]`.
 """
 import argparse
+import os
 import sys
 import time
 
@@ -52,11 +56,22 @@ class MLP(gc.Module):
         return x
 
 
-def train(epochs=8, batch=100, backend="auto", out=sys.stdout):
-    """Train and return the final training accuracy."""
+def train(epochs=8, batch=100, backend="auto", out=sys.stdout, checkpoint_dir=None):
+    """Train up to `epochs` epochs and return the final training accuracy. With a
+    `checkpoint_dir`, resume from its latest checkpoint and save one after each epoch."""
     x, y = make_data()
     model = MLP([x.shape[1], 64, 64, 10])
     optimizer = gc.optimizers.Adam(0.01)
+    epoch_done = gc.Variable(np.int64(0), trainable=False)
+    manager = None
+    if checkpoint_dir is not None:
+        ckpt = gc.train.Checkpoint(model=model, optimizer=optimizer, epoch=epoch_done)
+        manager = gc.train.CheckpointManager(ckpt, checkpoint_dir, max_to_keep=3)
+        if manager.latest_checkpoint:
+            # Adam's slots are made by the first step and take their saved values then
+            ckpt.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+            print(f"resumed from {manager.latest_checkpoint} (epoch {int(epoch_done)})",
+                  file=out)
 
     @gc.function(backend=backend)
     def train_step(xb, yb):
@@ -73,9 +88,9 @@ def train(epochs=8, batch=100, backend="auto", out=sys.stdout):
         return gc.reduce_mean(gc.cast(gc.equal(predicted, ys), gc.float32))
 
     steps = len(y) // batch
-    acc = 0.0
+    acc = float(accuracy(x, y))
     start = time.perf_counter()
-    for epoch in range(1, epochs + 1):
+    for epoch in range(int(epoch_done) + 1, epochs + 1):
         losses = []
         for s in range(steps):
             losses.append(float(train_step(x[s * batch:(s + 1) * batch],
@@ -86,6 +101,9 @@ def train(epochs=8, batch=100, backend="auto", out=sys.stdout):
         acc = float(accuracy(x, y))
         print(f"\repoch {epoch}/{epochs}  loss {np.mean(losses):.4f}  accuracy {acc:.3f}  "
               f"({time.perf_counter() - start:.1f}s)", file=out)
+        epoch_done.assign(epoch)
+        if manager is not None:
+            manager.save(checkpoint_number=epoch)
     print(f"train_step traced {train_step.tracing_count} time(s); final training accuracy "
           f"{acc:.3f}", file=out)
     return acc
@@ -95,8 +113,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--backend", default="auto")
+    parser.add_argument("--checkpoint-dir", default=os.path.join(".", "train_mlp_checkpoints"))
+    parser.add_argument("--no-checkpoints", action="store_true")
     args = parser.parse_args()
-    acc = train(args.epochs, backend=args.backend)
+    acc = train(args.epochs, backend=args.backend,
+                checkpoint_dir=None if args.no_checkpoints else args.checkpoint_dir)
     if acc < 0.95:
         sys.exit(f"accuracy {acc:.3f} is below 0.95")
 

@@ -20,6 +20,8 @@ gelu = nn.gelu  # API.md names gelu among the ops as well
 from . import autograph  # noqa: E402,F401  (gc.autograph: to_code, to_graph, do_not_convert)
 from .runtime import autodiff_control as _autodiff_control  # noqa: E402,F401  (gradient rules)
 from . import optimizers  # noqa: E402  (gc.optimizers.SGD, Adam)
+from . import train  # noqa: E402  (gc.train.Checkpoint, CheckpointManager, latest_checkpoint)
+from . import saved_model  # noqa: E402  (gc.saved_model.save, load)
 print = _ops.PUBLIC["print"]  # noqa: A001  (gc.print is the graph print)
 
 __version__ = "0.1.0"

@@ -8,6 +8,7 @@ rule). Every update is a variable assignment, so it runs inside compiled train s
 import numpy as np
 
 from .runtime.dispatch import convert_to_tensor
+from .runtime.module import notify_tracked_change
 from .runtime.tensor import OPS, Tensor
 from .runtime.variables import Variable
 
@@ -30,7 +31,17 @@ class Optimizer:
         if self._iterations is None:
             self._iterations = Variable(np.int64(0), trainable=False,
                                         name=f"{self.name}/iterations")
+            notify_tracked_change()     # a checkpoint restored earlier may hold its value
         return self._iterations
+
+    def _trackable_children(self):
+        """What checkpoints save of the optimizer itself (gc.train.trackable): the iteration
+        counter once it exists and a Variable learning rate. Slots are saved under the
+        variables they belong to."""
+        items = [] if self._iterations is None else [("iterations", self._iterations)]
+        if isinstance(self._learning_rate, Variable):
+            items.append(("learning_rate", self._learning_rate))
+        return items
 
     @property
     def learning_rate(self):
@@ -71,6 +82,7 @@ class Optimizer:
                              f"variable ({names}). Check that the loss depends on them and "
                              "that they were read inside the GradientTape.")
         iterations = self.iterations
+        checked, created = [], False
         for g, v in live:
             if not v.dtype.is_floating:
                 raise TypeError(f"{self.name}: variable {v.name!r} has dtype {v.dtype.name}; "
@@ -79,7 +91,11 @@ class Optimizer:
             if g.dtype is not v.dtype:
                 raise TypeError(f"{self.name}: gradient of dtype {g.dtype.name} for variable "
                                 f"{v.name!r} of dtype {v.dtype.name}")
-            self._ensure_slots(v)
+            created |= self._ensure_slots(v)
+            checked.append((g, v))
+        if created:     # once for all new slots: a pending checkpoint restore fills them
+            notify_tracked_change()
+        for g, v in checked:
             self._update(g, v, iterations)
         iterations.assign_add(np.int64(1))
         return iterations
@@ -88,13 +104,15 @@ class Optimizer:
     _slot_names = ()
 
     def _ensure_slots(self, var):
+        """Create `var`'s slots unless they exist; True when it created any."""
         if var in self._slots:
-            return
+            return False
         slots = {}
         for s in self._slot_names:
             slots[s] = Variable(np.zeros(var.shape, dtype=var.dtype.np), trainable=False,
                                 name=f"{var.name}/{s}")
         self._slots[var] = slots
+        return bool(slots)
 
     def _hyper(self, value, dtype):
         """A hyperparameter as a tensor of `dtype` (Python numbers, tensors or variables)."""

@@ -5,7 +5,8 @@ import sys
 
 # subcommand name -> module under graphc.cli (modules are imported lazily, so a missing
 # optional subcommand never breaks the others)
-SUBCOMMANDS = {"to-code": "to_code", "graph": "graph", "bench": "bench"}
+SUBCOMMANDS = {"to-code": "to_code", "graph": "graph", "bench": "bench",
+               "saved-model": "saved_model"}
 
 
 class UsageError(Exception):

@@ -3,6 +3,17 @@ import re
 
 from .variables import Variable
 
+# Restore-on-creation (gc.train.Checkpoint): while a restore holds values for objects that do
+# not exist yet, it listens here; Modules call the listeners after a trackable attribute is
+# set, and optimizers after they create slots or their iteration counter.
+_creation_listeners = []
+
+
+def notify_tracked_change():
+    """Let pending restores look for objects that have just joined the object graph."""
+    for listener in list(_creation_listeners):
+        listener()
+
 
 class Module:
     """Base class for models. `.variables`, `.trainable_variables` and `.submodules` are found
@@ -17,6 +28,11 @@ class Module:
     @property
     def name(self):
         return self._name
+
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+        if _creation_listeners and _may_be_tracked(value):
+            notify_tracked_change()
 
     @property
     def variables(self):
@@ -56,6 +72,11 @@ def _collect(value, kind, seen, out):
     elif isinstance(value, (list, tuple)):
         for v in value:
             _collect(v, kind, seen, out)
+
+
+def _may_be_tracked(value):
+    return (isinstance(value, (Variable, Module, list, tuple, dict))
+            or hasattr(type(value), "_trackable_children"))
 
 
 def _snake(name):
