@@ -1,7 +1,11 @@
 """gc.function: trace once per input signature, cache the graph, run it on every call."""
 import functools
+import operator
+import struct
 import threading
 import weakref
+
+from numpy import ndarray
 
 from .. import config
 from ..errors import RetracingWarning
@@ -12,8 +16,31 @@ from .autodiff import eager_tape_recording
 from .function_args import (_ParamInfo, _as_tensors, _changing_scalars, _check_input_signature,
                             _conform, _generalize_all, _has_none_dim, _identity_refs)
 from .function_retrace import _retrace_message, _variables_again
+from .variables import Variable
 
 RETRACE_WARN_AFTER = 5
+FAST_KEYS_MAX = 4096        # fingerprints kept per function (then the table starts afresh)
+
+
+class _Marker:
+    """Starts a fingerprint's Variable or Python-value part. Equal only to itself, so parts
+    of different kinds never compare equal (a numpy dtype can equal a Python type:
+    np.dtype('int64') == int)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+
+_PY, _VAR, _SLOW = _Marker("PY"), _Marker("VAR"), _Marker("SLOW")
+_PY_KEYED = frozenset((int, bool, str, bytes, type(None)))   # keyed by value, as in signature
+_float_bits = struct.Struct("<d").pack                        # by bits, as in signature
+_busy = context._busy
+_config = config._state
 
 
 class Function:
@@ -49,6 +76,9 @@ class Function:
         self._dead = []                            # keys to evict (see _evict)
         self._publishing = False
         self._signature = _ParamInfo(python_function, skip_self=_bound_to is not None)
+        self._n_simple = self._signature.n_simple
+        self._fast = {}                            # fingerprint -> ConcreteFunction or _SLOW
+        self._hot = (None, None)                   # the last (fingerprint, trace) hit
         self.input_signature = None
         if input_signature is not None:
             self.input_signature = _check_input_signature(input_signature, self._signature)
@@ -56,8 +86,75 @@ class Function:
 
     # -- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        """The fast path first: when every argument is positional and a concrete tensor, a
+        numpy array, a gc.Variable or a plain Python scalar, the call is looked up by a
+        fingerprint of them (dtype and shape; type and value) that an earlier call through
+        the general path mapped to its trace (see _call_and_learn). It is built inline: a
+        helper call would cost a tenth of the whole cached call."""
+        if not kwargs and not _busy[0] and not _config["run_eagerly"] and \
+                len(args) == self._n_simple:
+            leaves = []
+            fp = []
+            for a in args:
+                t = type(a)
+                if t is Tensor:
+                    v = a._np
+                    if v is None:
+                        break               # a leaked symbolic tensor: the general error
+                    leaves.append(v)
+                    fp.append(v.dtype)
+                    fp.append(v.shape)
+                elif t is ndarray:
+                    leaves.append(a)
+                    fp.append(a.dtype)
+                    fp.append(a.shape)
+                elif t in _PY_KEYED:
+                    fp += (_PY, t, a)
+                elif t is float and not self._reduce_retracing:   # it may pass them as tensors
+                    fp += (_PY, float, _float_bits(a))
+                elif t is Variable:
+                    leaves.append(a)
+                    fp += (_VAR, a._value.dtype, a._value.shape)
+                else:
+                    break
+            else:
+                hot = self._hot            # the last fingerprint hit, and its trace
+                if hot[0] == fp:
+                    return hot[1]._call_leaves(leaves)
+                cf = self._fast.get(tuple(fp))
+                if cf is not None and cf is not _SLOW:
+                    self._hot = (fp, cf)
+                    return cf._call_leaves(leaves)
+                if cf is None:
+                    return self._call_and_learn(args, fp, leaves)
+        return self._call_general(args, kwargs)
+
+    def _call_general(self, args, kwargs):
         if config._state["run_eagerly"] or context._busy[0] and _tracing_or_taping():
             return self._call_python(args, kwargs)   # inside another trace: inline the body
+        cf, leaves = self._resolve(args, kwargs)
+        return cf._call_leaves(leaves)
+
+    def _call_and_learn(self, args, fp, leaves):
+        """A fingerprint seen for the first time: the general path resolves the call; when
+        it fed the trace exactly the fast path's leaves (same objects), later calls with
+        this fingerprint take the fast path. Otherwise (an input_signature converting a
+        Python value, a float reduce_retracing passes as a tensor) they never try again."""
+        cf, general = self._resolve(args, {})
+        key = tuple(fp)
+        if len(general) == len(leaves) and all(map(operator.is_, general, leaves)):
+            fast = cf
+            self._hot = (fp, cf)
+        else:
+            fast = _SLOW
+        table = self._fast
+        if len(table) >= FAST_KEYS_MAX:     # many shapes through one general trace
+            table = self._fast = {}
+        table[key] = fast
+        return cf._call_leaves(general)
+
+    def _resolve(self, args, kwargs):
+        """(trace, leaves) for a call: the general path through signature keys."""
         if kwargs or len(args) != self._signature.n_simple:
             values = self._signature.canonicalize(args, kwargs, self._name)
         else:
@@ -73,11 +170,11 @@ class Function:
             if self._warned and self._reduce_retracing and self.input_signature is None:
                 changing = _changing_scalars(self._last_key, key) - self._keep_scalars
                 if changing:
-                    return self._call_with_scalar_tensors(values, changing)
+                    return self._resolve_scalar_tensors(values, changing)
             cf = self._lookup_or_trace(key, values)
-        return cf._call_leaves(leaves)
+        return cf, leaves
 
-    def _call_with_scalar_tensors(self, values, changing):
+    def _resolve_scalar_tensors(self, values, changing):
         """reduce_retracing, after the retrace warning: Python floats that keep changing
         are passed as float32 tensors from now on (one trace for all their values). If the
         body cannot take a tensor there, they stay Python values, traced per value."""
@@ -93,7 +190,7 @@ class Function:
             leaves = []
             key = tuple([sig.encode(v, leaves) for v in values])
             cf = self._cache.get(key) or self._lookup_or_trace(key, values)
-        return cf._call_leaves(leaves)
+        return cf, leaves
 
     def _call_python(self, args, kwargs):
         fn = self._python_callable()
@@ -225,6 +322,11 @@ class Function:
         self._concrete = [self._concrete[i] for i in keep]
         self._keys = [self._keys[i] for i in keep]
         self._general = [(k, c) for k, c in self._general if c is not cf]
+        # fingerprints never hold objects keyed by identity, but a stale entry must not
+        # outlive its trace whatever the reason: swapped whole, as other threads read them
+        self._fast = {k: c for k, c in self._fast.items() if c is not cf}
+        if self._hot[1] is cf:
+            self._hot = (None, None)
 
     def _trace(self, key, values):
         """Trace, applying the create-variables-once rule (a second trace checks it)."""
