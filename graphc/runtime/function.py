@@ -139,7 +139,7 @@ class Function:
         """A fingerprint seen for the first time: the general path resolves the call; when
         it fed the trace exactly the fast path's leaves (same objects), later calls with
         this fingerprint take the fast path. Otherwise (an input_signature converting a
-        Python value, a float reduce_retracing passes as a tensor) they never try again."""
+        Python value or an array to its dtype) they never try again."""
         cf, general = self._resolve(args, {})
         key = tuple(fp)
         if len(general) == len(leaves) and all(map(operator.is_, general, leaves)):
