@@ -86,16 +86,21 @@ class Function:
 
     # -- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        """The fast path first: when every argument is positional and a concrete tensor, a
-        numpy array, a gc.Variable or a plain Python scalar, the call is looked up by a
-        fingerprint of them (dtype and shape; type and value) that an earlier call through
-        the general path mapped to its trace (see _call_and_learn). It is built inline: a
-        helper call would cost a tenth of the whole cached call."""
-        if not kwargs and not _busy[0] and not _config["run_eagerly"] and \
-                len(args) == self._n_simple:
+        """The fast path first: when every argument (positional, keyword or default) is a
+        concrete tensor, a numpy array, a gc.Variable or a plain Python scalar, the call is
+        looked up by a fingerprint of them (dtype and shape; type and value) that an
+        earlier call through the general path mapped to its trace (see _call_and_learn).
+        It is built inline: a helper call would cost a tenth of the whole cached call."""
+        if not _busy[0] and not _config["run_eagerly"]:
+            if kwargs or len(args) != self._n_simple:
+                values = self._signature.bind(args, kwargs)      # keywords, defaults
+                if values is None:
+                    return self._call_general(args, kwargs)
+            else:
+                values = args
             leaves = []
             fp = []
-            for a in args:
+            for a in values:
                 t = type(a)
                 if t is Tensor:
                     v = a._np
@@ -126,7 +131,7 @@ class Function:
                     self._hot = (fp, cf)
                     return cf._call_leaves(leaves)
                 if cf is None:
-                    return self._call_and_learn(args, fp, leaves)
+                    return self._call_and_learn(values, fp, leaves)
         return self._call_general(args, kwargs)
 
     def _call_general(self, args, kwargs):
@@ -135,12 +140,12 @@ class Function:
         cf, leaves = self._resolve(args, kwargs)
         return cf._call_leaves(leaves)
 
-    def _call_and_learn(self, args, fp, leaves):
+    def _call_and_learn(self, values, fp, leaves):
         """A fingerprint seen for the first time: the general path resolves the call; when
         it fed the trace exactly the fast path's leaves (same objects), later calls with
         this fingerprint take the fast path. Otherwise (an input_signature converting a
         Python value or an array to its dtype) they never try again."""
-        cf, general = self._resolve(args, {})
+        cf, general = self._resolve_values(values)
         key = tuple(fp)
         if len(general) == len(leaves) and all(map(operator.is_, general, leaves)):
             fast = cf
@@ -156,9 +161,10 @@ class Function:
     def _resolve(self, args, kwargs):
         """(trace, leaves) for a call: the general path through signature keys."""
         if kwargs or len(args) != self._signature.n_simple:
-            values = self._signature.canonicalize(args, kwargs, self._name)
-        else:
-            values = args
+            return self._resolve_values(self._signature.canonicalize(args, kwargs, self._name))
+        return self._resolve_values(args)
+
+    def _resolve_values(self, values):
         if self.input_signature is not None:
             values = _conform(values, self.input_signature, self._signature, self._name)
         if self._scalar_args:

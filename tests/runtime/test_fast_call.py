@@ -256,3 +256,45 @@ def test_numba_calls_go_straight_to_the_settled_plan(numba_forced):
                                        rtol=1e-6)
     cf = f.concrete_functions()[0]
     assert cf._call_leaves.__name__ != "first"
+
+
+def _keywords(x, scale=2, *, shift=None, name="n"):
+    out = x * scale
+    return out if shift is None else out + shift
+
+
+def test_keywords_and_defaults_bind_like_inspect():
+    """Keyword arguments and defaults bind to the same canonical values (one trace for
+    f(x), f(x, 2) and f(x, scale=2)), keyword-only parameters included."""
+    x = gc.constant(np.int32([1, 2]))
+    calls = [((x,), {}), ((x, 2), {}), ((x,), {"scale": 2}), ((), {"x": x, "scale": 2}),
+             ((x,), {"shift": 1}), ((x, 3), {"shift": 1, "name": "m"}),
+             ((x,), {"name": "n", "shift": None})]
+    f = run_both(_keywords, calls * 2, backend="numpy", autograph=False)
+    assert f.tracing_count == 3          # (scale 2), (shift 1), (scale 3, shift 1, name m)
+    before = f.general_calls
+    np.testing.assert_array_equal(f(x, scale=2).numpy(), [2, 4])
+    np.testing.assert_array_equal(f(x=x, shift=1, scale=3, name="m").numpy(), [4, 7])
+    assert f.general_calls == before
+
+
+@pytest.mark.parametrize("args, kwargs, message", [
+    ((), {}, "missing a required argument: 'x'"),
+    ((gc.constant(1),), {"x": gc.constant(1)}, "multiple values for argument 'x'"),
+    ((gc.constant(1),), {"bogus": 1}, "unexpected keyword argument 'bogus'"),
+    ((gc.constant(1), 2, 3), {}, "too many positional arguments"),
+])
+def test_binding_errors_name_the_function(args, kwargs, message):
+    f = Function(_keywords, backend="numpy", autograph=False)
+    f(gc.constant(1))
+    with pytest.raises(TypeError, match=r"_keywords\(\): (got an )?" + message):
+        f(*args, **kwargs)
+
+
+def test_signatures_with_var_arguments_take_the_general_path():
+    def total(*xs, **named):
+        return sum(xs) + sum(named.values())
+    x = gc.constant(1.0)
+    f = run_both(total, [((x, x), {}), ((x, x), {}), ((x,), {"a": x}), ((x,), {"a": x})],
+                 backend="numpy", autograph=False)
+    assert f.tracing_count == 2 and not f._fast
