@@ -23,9 +23,9 @@ FAST_KEYS_MAX = 4096        # fingerprints kept per function (then the table sta
 
 
 class _Marker:
-    """Starts a fingerprint's Variable or Python-value part. Equal only to itself, so parts
-    of different kinds never compare equal (a numpy dtype can equal a Python type:
-    np.dtype('int64') == int)."""
+    """Starts a fingerprint's Variable, Python-value or list/tuple part. Equal only to
+    itself, so parts of different kinds never compare equal (a numpy dtype can equal a
+    Python type: np.dtype('int64') == int)."""
 
     __slots__ = ("name",)
 
@@ -36,7 +36,7 @@ class _Marker:
         return self.name
 
 
-_PY, _VAR, _SLOW = _Marker("PY"), _Marker("VAR"), _Marker("SLOW")
+_PY, _VAR, _SEQ, _SLOW = _Marker("PY"), _Marker("VAR"), _Marker("SEQ"), _Marker("SLOW")
 _PY_KEYED = frozenset((int, bool, str, bytes, type(None)))   # keyed by value, as in signature
 _float_bits = struct.Struct("<d").pack                        # by bits, as in signature
 _busy = context._busy
@@ -120,6 +120,8 @@ class Function:
                 elif t is Variable:
                     leaves.append(a)
                     fp += (_VAR, a._value.dtype, a._value.shape)
+                elif (t is tuple or t is list) and _sequence_fingerprint(a, fp, leaves):
+                    pass
                 else:
                     break
             else:
@@ -395,6 +397,34 @@ class Function:
 
     def __repr__(self):
         return f"<gc.function {self._name} (traces: {self.tracing_count})>"
+
+
+def _sequence_fingerprint(seq, fp, leaves):
+    """The fingerprint of a list or tuple argument (type and length, then its items as in
+    __call__; Python floats in it are never passed as tensors, so always keyed by bits).
+    False when an item needs the general path (a nested sequence, a dict, an object)."""
+    fp += (_SEQ, type(seq), len(seq))
+    for a in seq:
+        t = type(a)
+        if t is Tensor:
+            v = a._np
+            if v is None:
+                return False
+            leaves.append(v)
+            fp += (v.dtype, v.shape)
+        elif t is ndarray:
+            leaves.append(a)
+            fp += (a.dtype, a.shape)
+        elif t in _PY_KEYED:
+            fp += (_PY, t, a)
+        elif t is float:
+            fp += (_PY, float, _float_bits(a))
+        elif t is Variable:
+            leaves.append(a)
+            fp += (_VAR, a._value.dtype, a._value.shape)
+        else:
+            return False
+    return True
 
 
 def _tracing_or_taping():

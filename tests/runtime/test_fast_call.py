@@ -43,11 +43,19 @@ def _num(v):
     return gc.reduce_sum(gc.cast(v, gc.float64)) + static
 
 
+def _flat(b):
+    if isinstance(b, (list, tuple)):
+        for x in b:
+            yield from _flat(x)
+    else:
+        yield b
+
+
 def body(a, b, c):
-    """Uses every kind of argument: tensors, Python values (as structure and as numbers)."""
-    parts = b if isinstance(b, (list, tuple)) else [b]
-    total = _num(a)
-    for p in parts:
+    """Uses every kind of argument: tensors, Python values (as structure and as numbers);
+    a list and a tuple give different values, so a trace taken for the other shows."""
+    total = _num(a) + (100.0 if isinstance(b, tuple) else 0.0)
+    for p in _flat(b):
         total = total + _num(p)
     return {"sum": total * _num(c), "a": a}
 
@@ -94,17 +102,22 @@ def tensor_like(draw):
     return value
 
 
-second = st.one_of(tensor_like(), st.lists(tensor_like(), min_size=2, max_size=2), scalars)
+items = st.one_of(tensor_like(), scalars)
+second = st.one_of(tensor_like(), scalars, st.lists(items, max_size=2),
+                   st.lists(items, max_size=2).map(tuple),
+                   st.lists(st.lists(items, max_size=1), max_size=1))      # nested: general
 
 
 def _near_misses():
     f32 = [gc.constant(np.float32([1, 2])), gc.constant(np.float32([[1, 2]])),
            gc.Variable(np.float32([1, 2])), np.float32([1, 2])]
-    return f32, [0, True, None, "ab"], [0.0, -0.0, 1]
+    pair = [f32[0], 1]
+    return f32, [0, True, None, "ab", pair, tuple(pair), [f32[1], 1], [f32[0], True]], \
+        [0.0, -0.0, 1]
 
 
 @settings(max_examples=150, deadline=None)
-@example(*_near_misses(), [(i, j, k, False) for i in range(3) for j in range(4)
+@example(*_near_misses(), [(i, j, k, False) for i in range(3) for j in range(8)
                            for k in range(3)] * 2)
 @given(st.lists(tensor_like(), min_size=1, max_size=3), st.lists(second, min_size=1, max_size=3),
        st.lists(scalars, min_size=1, max_size=3),
@@ -298,3 +311,17 @@ def test_signatures_with_var_arguments_take_the_general_path():
     f = run_both(total, [((x, x), {}), ((x, x), {}), ((x,), {"a": x}), ((x,), {"a": x})],
                  backend="numpy", autograph=False)
     assert f.tracing_count == 2 and not f._fast
+
+
+def test_sequence_lengths_split_the_fingerprint():
+    """f([x, 1], [2], 3) and f([x], 1, [2, 3]) would give the same items in the same order
+    without the lengths of their lists."""
+    x = gc.constant(np.float32(1.0))
+
+    def three(p, q, r):
+        shape = [len(v) if isinstance(v, list) else -1 for v in (p, q, r)]
+        return gc.constant(np.float32(shape)) + p[0]
+    calls = [(([x, 1], [2], 3), {}), (([x], 1, [2, 3]), {})] * 2
+    f = run_both(three, calls, backend="numpy", autograph=False)
+    assert f.tracing_count == 2
+    np.testing.assert_array_equal(f([x], 1, [2, 3]).numpy(), [2, 0, 3])
