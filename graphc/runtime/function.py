@@ -1,7 +1,6 @@
 """gc.function: trace once per input signature, cache the graph, run it on every call."""
 import functools
 import operator
-import struct
 import threading
 import weakref
 
@@ -16,29 +15,11 @@ from .autodiff import eager_tape_recording
 from .function_args import (_ParamInfo, _as_tensors, _changing_scalars, _check_input_signature,
                             _conform, _generalize_all, _has_none_dim, _identity_refs)
 from .function_retrace import _retrace_message, _variables_again
+from .fingerprint import PY, PY_KEYED, SLOW, VAR, float_bits, sequence_fingerprint
 from .variables import Variable
 
 RETRACE_WARN_AFTER = 5
 FAST_KEYS_MAX = 4096        # fingerprints kept per function (then the table starts afresh)
-
-
-class _Marker:
-    """Starts a fingerprint's Variable, Python-value or list/tuple part. Equal only to
-    itself, so parts of different kinds never compare equal (a numpy dtype can equal a
-    Python type: np.dtype('int64') == int)."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name):
-        self.name = name
-
-    def __repr__(self):
-        return self.name
-
-
-_PY, _VAR, _SEQ, _SLOW = _Marker("PY"), _Marker("VAR"), _Marker("SEQ"), _Marker("SLOW")
-_PY_KEYED = frozenset((int, bool, str, bytes, type(None)))   # keyed by value, as in signature
-_float_bits = struct.Struct("<d").pack                        # by bits, as in signature
 _busy = context._busy
 _config = config._state
 
@@ -77,7 +58,7 @@ class Function:
         self._publishing = False
         self._signature = _ParamInfo(python_function, skip_self=_bound_to is not None)
         self._n_simple = self._signature.n_simple
-        self._fast = {}                            # fingerprint -> ConcreteFunction or _SLOW
+        self._fast = {}                            # fingerprint -> ConcreteFunction or SLOW
         self._hot = (None, None)                   # the last (fingerprint, trace) hit
         self.input_signature = None
         if input_signature is not None:
@@ -113,14 +94,14 @@ class Function:
                     leaves.append(a)
                     fp.append(a.dtype)
                     fp.append(a.shape)
-                elif t in _PY_KEYED:
-                    fp += (_PY, t, a)
+                elif t in PY_KEYED:
+                    fp += (PY, t, a)
                 elif t is float and not self._reduce_retracing:   # it may pass them as tensors
-                    fp += (_PY, float, _float_bits(a))
+                    fp += (PY, float, float_bits(a))
                 elif t is Variable:
                     leaves.append(a)
-                    fp += (_VAR, a._value.dtype, a._value.shape)
-                elif (t is tuple or t is list) and _sequence_fingerprint(a, fp, leaves):
+                    fp += (VAR, a._value.dtype, a._value.shape)
+                elif (t is tuple or t is list) and sequence_fingerprint(a, fp, leaves):
                     pass
                 else:
                     break
@@ -129,7 +110,7 @@ class Function:
                 if hot[0] == fp:
                     return hot[1]._call_leaves(leaves)
                 cf = self._fast.get(tuple(fp))
-                if cf is not None and cf is not _SLOW:
+                if cf is not None and cf is not SLOW:
                     self._hot = (fp, cf)
                     return cf._call_leaves(leaves)
                 if cf is None:
@@ -153,7 +134,7 @@ class Function:
             fast = cf
             self._hot = (fp, cf)
         else:
-            fast = _SLOW
+            fast = SLOW
         table = self._fast
         if len(table) >= FAST_KEYS_MAX:     # many shapes through one general trace
             table = self._fast = {}
@@ -397,34 +378,6 @@ class Function:
 
     def __repr__(self):
         return f"<gc.function {self._name} (traces: {self.tracing_count})>"
-
-
-def _sequence_fingerprint(seq, fp, leaves):
-    """The fingerprint of a list or tuple argument (type and length, then its items as in
-    __call__; Python floats in it are never passed as tensors, so always keyed by bits).
-    False when an item needs the general path (a nested sequence, a dict, an object)."""
-    fp += (_SEQ, type(seq), len(seq))
-    for a in seq:
-        t = type(a)
-        if t is Tensor:
-            v = a._np
-            if v is None:
-                return False
-            leaves.append(v)
-            fp += (v.dtype, v.shape)
-        elif t is ndarray:
-            leaves.append(a)
-            fp += (a.dtype, a.shape)
-        elif t in _PY_KEYED:
-            fp += (_PY, t, a)
-        elif t is float:
-            fp += (_PY, float, _float_bits(a))
-        elif t is Variable:
-            leaves.append(a)
-            fp += (_VAR, a._value.dtype, a._value.shape)
-        else:
-            return False
-    return True
 
 
 def _tracing_or_taping():

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 
 import graphc as gc
-from graphc.runtime import function as function_mod
+from graphc.runtime import fingerprint, function as function_mod
 from graphc.runtime.function import Function
 
 
@@ -172,7 +172,7 @@ def test_input_signature_conversions_stay_on_the_general_path():
                                      ((gc.constant([1.0]),), {}), ((gc.constant([1.0]),), {})],
                  input_signature=spec, backend="numpy", autograph=False)
     assert f.tracing_count == 1
-    assert function_mod._SLOW in f._fast.values()
+    assert fingerprint.SLOW in f._fast.values()
     x = gc.constant([5.0, 6.0, 7.0])
     f(x)                                      # a new fingerprint: learned
     before = f.general_calls
