@@ -188,7 +188,9 @@ class NumbaBackend:
             with tiers.first_call():    # its background compiles start when it returns
                 return plan(args)
         holder = [run]
-        return lambda args: holder[0](args)
+        call = lambda args: holder[0](args)    # noqa: E731
+        call.settled = lambda: None if holder[0] is run else holder[0]   # see ConcreteFunction
+        return call
 
 
 register_backend(NumbaBackend)

@@ -119,9 +119,26 @@ class ConcreteFunction:
         self._structure = structure
         self.structured_input_signature = structured_input_signature
         self._backend = get_backend(backend)
-        self._run = _holding_variable_locks(self._backend.compile(graph), graph)
         self._captures = [src._np if type(src) is Tensor else src for _, src in graph.captures]
-        self._single = type(structure) is _Slot
+        run = self._backend.compile(graph)
+        # `_call_leaves(leaves)`: the whole cached call after the arguments are encoded, one
+        # closure swapped whole (other threads see the old one or the new one, never half)
+        call = _caller(_holding_variable_locks(run, graph), self._captures, structure)
+        if getattr(run, "settled", None) is not None:
+            call = self._settling(run, call)
+        self._call_leaves = call
+
+    def _settling(self, run, call):
+        """For a backend whose runner is one call away from its final form (numba: the
+        plan is built on the first call): once it is, later calls go to it directly."""
+        def first(leaves):
+            out = call(leaves)
+            done = run.settled()
+            if done is not None:
+                self._call_leaves = _caller(_holding_variable_locks(done, self.graph),
+                                            self._captures, self._structure)
+            return out
+        return first
 
     @property
     def name(self):
@@ -138,12 +155,6 @@ class ConcreteFunction:
     @property
     def variables(self):
         return [src for _, src in self.graph.captures if hasattr(src, "_resolve_in")]
-
-    def _call_leaves(self, leaves):
-        outs = self._run(leaves + self._captures)
-        if self._single:
-            return Tensor._concrete(outs[self._structure.index])
-        return _unflatten(self._structure, outs)
 
     def __call__(self, *args):
         leaves = []
@@ -173,6 +184,31 @@ class ConcreteFunction:
 
     def __repr__(self):
         return f"<gc.ConcreteFunction {self.name}{self.structured_input_signature}>"
+
+
+def _caller(run, captures, structure):
+    """call(leaves) -> the returned structure of Tensors, for `run` over leaves + captures.
+    A single output is wrapped inline (no _unflatten walk, no Tensor._concrete call)."""
+    new = Tensor.__new__
+    if type(structure) is not _Slot:
+        if captures:
+            return lambda leaves: _unflatten(structure, run(leaves + captures))
+        return lambda leaves: _unflatten(structure, run(leaves))
+    i = structure.index
+    if captures:
+        def call_captures(leaves):
+            t = new(Tensor)
+            t._np = run(leaves + captures)[i]
+            t._sym = t._graph = None
+            return t
+        return call_captures
+
+    def call(leaves):
+        t = new(Tensor)
+        t._np = run(leaves)[i]
+        t._sym = t._graph = None
+        return t
+    return call
 
 
 def _holding_variable_locks(run, graph):

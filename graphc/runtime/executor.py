@@ -1,14 +1,20 @@
 """The reference interpreter: runs a Graph with each op's numpy rule, in program order.
 
-A graph is compiled once into a flat list of steps over a slot array, so a call costs one
-Python-level loop iteration per op and nothing else. Each step also drops the intermediates
-it used last, so big temporaries are freed as early as in eager code (numpy then reuses
-warm memory instead of faulting in fresh pages for every op).
+A graph is compiled once into straight-line Python (one statement per op over local
+variables, generated here from the graph: nothing read from disk), so a call costs one
+Python call per op and nothing else. Each step also drops the intermediates it used last,
+so big temporaries are freed as early as in eager code (numpy then reuses warm memory
+instead of faulting in fresh pages for every op). Graphs too big to be worth generating
+code for run through a loop over a flat list of steps instead.
 """
 from functools import partial
 
 from .registry import REGISTRY
 from .run_errors import located
+
+# Generating and compiling the source costs ~10 us per op once; past this many ops the
+# per-op saving (~0.1 us a call) no longer pays for itself within a few thousand calls.
+STRAIGHT_MAX_OPS = 1000
 
 
 def _step(op, index):
@@ -29,13 +35,12 @@ def compile_graph(graph):
     n_in = len(index)
     steps = [_step(op, index) for op in graph.operations]
     out_idx = tuple(index[id(v)] for v in graph.outputs)
-    pad = [None] * (len(index) - n_in)
     dead = last_uses(steps, n_in, set(out_idx))
-    simple = tuple((fn, ins, outs[0], op, d) for (fn, ins, outs, op), d in zip(steps, dead)
-                   if len(outs) == 1)
-    if len(simple) == len(steps) and all(len(s[1]) == 2 for s in simple):
-        run = _binary_runner(simple, out_idx, pad)
+    if len(steps) <= STRAIGHT_MAX_OPS:
+        run = straight_runner([s + (d,) for s, d in zip(steps, dead)], n_in, out_idx,
+                              graph.name)
     else:
+        pad = [None] * (len(index) - n_in)
         run = _general_runner([s + (d,) for s, d in zip(steps, dead)], out_idx, pad)
     graph._plan = run
     return run
@@ -56,23 +61,41 @@ def last_uses(steps, n_in, keep):
     return [tuple(d) for d in dead]
 
 
-def _binary_runner(steps, out_idx, pad):
-    """Fast path for graphs made only of single-output two-input ops (arithmetic chains)."""
-    def run(args):
-        env = args + pad
-        op = a = b = None
-        try:
-            for fn, (a, b), o, op, dead in steps:
-                env[o] = fn(env[a], env[b])
-                for d in dead:
-                    env[d] = None
-        except Exception as e:  # noqa: BLE001 - re-raised with the op and user line
-            err = located(op, e, (env[a], env[b]))
-            if err is None:
-                raise
-            raise err from e
-        return [env[i] for i in out_idx]
-    return run
+def straight_runner(steps, n_in, out_idx, name="graph"):
+    """`run(args)` as generated Python: slot k is the local `s<k>`, step i calls `f<i>` on
+    its own line. An exception is re-raised as the loop runner does, with the op and the
+    values it was given: the traceback's line number says which step failed."""
+    names = {}
+    lines = ["def run(args):"]
+    if n_in:
+        lines.append(f"    {', '.join(f's{k}' for k in range(n_in))}, = args")
+    lines.append("    try:")
+    at_line = {}
+    for i, (fn, ins, outs, op, dead) in enumerate(steps):
+        names[f"f{i}"] = fn
+        call = f"f{i}({', '.join(f's{k}' for k in ins)})"
+        if len(outs) == 1:
+            call = f"s{outs[0]} = {call}"
+        elif outs:          # extra results are ignored, as zip() in the loop runner does
+            call = f"{', '.join(f's{k}' for k in outs)}, *_ = {call}"
+        lines.append(f"        {call}")
+        at_line[len(lines)] = (op, ins)
+        if dead:
+            lines.append(f"        del {', '.join(f's{k}' for k in dead)}")
+    lines += [f"        return [{', '.join(f's{k}' for k in out_idx)}]",
+              "    except Exception as e:  # noqa: BLE001 - re-raised with the op and user line",
+              "        err = _locate(e, locals())",
+              "        if err is None:",
+              "            raise",
+              "        raise err from e"]
+
+    def locate(e, slots):
+        op, ins = at_line[e.__traceback__.tb_lineno]
+        return located(op, e, tuple(slots[f"s{k}"] for k in ins))
+    names["_locate"] = locate
+    code = compile("\n".join(lines) + "\n", f"<graphc plan {name}>", "exec")
+    exec(code, names)    # noqa: S102 - source generated above from the graph's own steps
+    return names["run"]
 
 
 def _general_runner(steps, out_idx, pad):

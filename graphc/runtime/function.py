@@ -1,8 +1,10 @@
 """gc.function: trace once per input signature, cache the graph, run it on every call."""
 import functools
-import inspect
+import operator
 import threading
 import weakref
+
+from numpy import ndarray
 
 from .. import config
 from ..errors import RetracingWarning
@@ -10,8 +12,16 @@ from . import context, signature as sig
 from .concrete import ConcreteFunction, trace
 from .tensor import Tensor
 from .autodiff import eager_tape_recording
+from .function_args import (_ParamInfo, _as_tensors, _changing_scalars, _check_input_signature,
+                            _conform, _generalize_all, _has_none_dim, _identity_refs)
+from .function_retrace import _retrace_message, _variables_again
+from .fingerprint import PY, PY_KEYED, SLOW, VAR, float_bits, sequence_fingerprint
+from .variables import Variable
 
 RETRACE_WARN_AFTER = 5
+FAST_KEYS_MAX = 4096        # fingerprints kept per function (then the table starts afresh)
+_busy = context._busy
+_config = config._state
 
 
 class Function:
@@ -47,6 +57,9 @@ class Function:
         self._dead = []                            # keys to evict (see _evict)
         self._publishing = False
         self._signature = _ParamInfo(python_function, skip_self=_bound_to is not None)
+        self._n_simple = self._signature.n_simple
+        self._fast = {}                            # fingerprint -> ConcreteFunction or SLOW
+        self._hot = (None, None)                   # the last (fingerprint, trace) hit
         self.input_signature = None
         if input_signature is not None:
             self.input_signature = _check_input_signature(input_signature, self._signature)
@@ -54,12 +67,87 @@ class Function:
 
     # -- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        """The fast path first: when every argument (positional, keyword or default) is a
+        concrete tensor, a numpy array, a gc.Variable or a plain Python scalar, the call is
+        looked up by a fingerprint of them (dtype and shape; type and value) that an
+        earlier call through the general path mapped to its trace (see _call_and_learn).
+        It is built inline: a helper call would cost a tenth of the whole cached call."""
+        if not _busy[0] and not _config["run_eagerly"]:
+            if kwargs or len(args) != self._n_simple:
+                values = self._signature.bind(args, kwargs)      # keywords, defaults
+                if values is None:
+                    return self._call_general(args, kwargs)
+            else:
+                values = args
+            leaves = []
+            fp = []
+            for a in values:
+                t = type(a)
+                if t is Tensor:
+                    v = a._np
+                    if v is None:
+                        break               # a leaked symbolic tensor: the general error
+                    leaves.append(v)
+                    fp.append(v.dtype)
+                    fp.append(v.shape)
+                elif t is ndarray:
+                    leaves.append(a)
+                    fp.append(a.dtype)
+                    fp.append(a.shape)
+                elif t in PY_KEYED:
+                    fp += (PY, t, a)
+                elif t is float and not self._reduce_retracing:   # it may pass them as tensors
+                    fp += (PY, float, float_bits(a))
+                elif t is Variable:
+                    leaves.append(a)
+                    fp += (VAR, a._value.dtype, a._value.shape)
+                elif (t is tuple or t is list) and sequence_fingerprint(a, fp, leaves):
+                    pass
+                else:
+                    break
+            else:
+                hot = self._hot            # the last fingerprint hit, and its trace
+                if hot[0] == fp:
+                    return hot[1]._call_leaves(leaves)
+                cf = self._fast.get(tuple(fp))
+                if cf is not None and cf is not SLOW:
+                    self._hot = (fp, cf)
+                    return cf._call_leaves(leaves)
+                if cf is None:
+                    return self._call_and_learn(values, fp, leaves)
+        return self._call_general(args, kwargs)
+
+    def _call_general(self, args, kwargs):
         if config._state["run_eagerly"] or context._busy[0] and _tracing_or_taping():
             return self._call_python(args, kwargs)   # inside another trace: inline the body
-        if kwargs or len(args) != self._signature.n_simple:
-            values = self._signature.canonicalize(args, kwargs, self._name)
+        cf, leaves = self._resolve(args, kwargs)
+        return cf._call_leaves(leaves)
+
+    def _call_and_learn(self, values, fp, leaves):
+        """A fingerprint seen for the first time: the general path resolves the call; when
+        it fed the trace exactly the fast path's leaves (same objects), later calls with
+        this fingerprint take the fast path. Otherwise (an input_signature converting a
+        Python value or an array to its dtype) they never try again."""
+        cf, general = self._resolve_values(values)
+        key = tuple(fp)
+        if len(general) == len(leaves) and all(map(operator.is_, general, leaves)):
+            fast = cf
+            self._hot = (fp, cf)
         else:
-            values = args
+            fast = SLOW
+        table = self._fast
+        if len(table) >= FAST_KEYS_MAX:     # many shapes through one general trace
+            table = self._fast = {}
+        table[key] = fast
+        return cf._call_leaves(general)
+
+    def _resolve(self, args, kwargs):
+        """(trace, leaves) for a call: the general path through signature keys."""
+        if kwargs or len(args) != self._signature.n_simple:
+            return self._resolve_values(self._signature.canonicalize(args, kwargs, self._name))
+        return self._resolve_values(args)
+
+    def _resolve_values(self, values):
         if self.input_signature is not None:
             values = _conform(values, self.input_signature, self._signature, self._name)
         if self._scalar_args:
@@ -71,11 +159,11 @@ class Function:
             if self._warned and self._reduce_retracing and self.input_signature is None:
                 changing = _changing_scalars(self._last_key, key) - self._keep_scalars
                 if changing:
-                    return self._call_with_scalar_tensors(values, changing)
+                    return self._resolve_scalar_tensors(values, changing)
             cf = self._lookup_or_trace(key, values)
-        return cf._call_leaves(leaves)
+        return cf, leaves
 
-    def _call_with_scalar_tensors(self, values, changing):
+    def _resolve_scalar_tensors(self, values, changing):
         """reduce_retracing, after the retrace warning: Python floats that keep changing
         are passed as float32 tensors from now on (one trace for all their values). If the
         body cannot take a tensor there, they stay Python values, traced per value."""
@@ -91,7 +179,7 @@ class Function:
             leaves = []
             key = tuple([sig.encode(v, leaves) for v in values])
             cf = self._cache.get(key) or self._lookup_or_trace(key, values)
-        return cf._call_leaves(leaves)
+        return cf, leaves
 
     def _call_python(self, args, kwargs):
         fn = self._python_callable()
@@ -223,6 +311,11 @@ class Function:
         self._concrete = [self._concrete[i] for i in keep]
         self._keys = [self._keys[i] for i in keep]
         self._general = [(k, c) for k, c in self._general if c is not cf]
+        # fingerprints never hold objects keyed by identity, but a stale entry must not
+        # outlive its trace whatever the reason: swapped whole, as other threads read them
+        self._fast = {k: c for k, c in self._fast.items() if c is not cf}
+        if self._hot[1] is cf:
+            self._hot = (None, None)
 
     def _trace(self, key, values):
         """Trace, applying the create-variables-once rule (a second trace checks it)."""
@@ -301,222 +394,3 @@ def function(func=None, input_signature=None, autograph=True, reduce_retracing=F
     def wrap(fn):
         return Function(fn, input_signature, autograph, reduce_retracing, backend, name)
     return wrap if func is None else wrap(func)
-
-
-# -- arguments ---------------------------------------------------------------------------
-
-class _ParamInfo:
-    """The Python signature, for turning (args, kwargs) into one canonical list of values."""
-
-    def __init__(self, fn, skip_self):
-        try:
-            params = list(inspect.signature(fn).parameters.values())
-        except (TypeError, ValueError):
-            params = [inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL)]
-        if skip_self and params:
-            params = params[1:]
-        self.params = params
-        self.names = [p.name for p in params]
-        kinds = {p.kind for p in params}
-        simple = all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
-        self.n_simple = len(params) if simple else -1
-        self.has_var = bool(kinds & {inspect.Parameter.VAR_POSITIONAL,
-                                     inspect.Parameter.VAR_KEYWORD})
-        self.sig = inspect.Signature(params)
-
-    def canonicalize(self, args, kwargs, fname):
-        try:
-            bound = self.sig.bind(*args, **kwargs)
-        except TypeError as e:
-            raise TypeError(f"{fname}(): {e}") from None
-        bound.apply_defaults()
-        out = []
-        for p in self.params:
-            v = bound.arguments[p.name]
-            if p.kind is p.VAR_POSITIONAL:
-                v = tuple(v)
-            elif p.kind is p.VAR_KEYWORD:
-                v = dict(v)
-            out.append(v)
-        return out
-
-    def rebuild(self, values):
-        """canonical values -> (args, kwargs) to call the Python function with."""
-        args, kwargs = [], {}
-        for p, v in zip(self.params, values):
-            if p.kind is p.VAR_POSITIONAL:
-                args.extend(v)
-            elif p.kind is p.VAR_KEYWORD:
-                kwargs.update(v)
-            elif p.kind is p.KEYWORD_ONLY:
-                kwargs[p.name] = v
-            else:
-                args.append(v)
-        return args, kwargs
-
-
-
-def _check_input_signature(specs, params):
-    specs = list(specs)
-    for s in specs:
-        if not isinstance(s, sig.TensorSpec):
-            raise TypeError(f"input_signature must be a list of gc.TensorSpec, got {s!r}")
-    if not params.has_var and len(specs) > len(params.params):
-        raise TypeError(f"input_signature has {len(specs)} specs but the function takes "
-                        f"{len(params.params)} arguments")
-    return specs
-
-
-def _conform(values, specs, params, fname):
-    """Check (and convert Python data) for a call of a function with an input_signature.
-
-    Parameters past the signature keep their defaults (as in TF); passing them is an error.
-    """
-    from .dispatch import constant
-    names = params.names
-    extra = values[len(specs):]
-    for p, v in zip(params.params[len(specs):], extra):
-        if p.default is p.empty or v is not p.default:
-            raise TypeError(f"{fname}() has input_signature of {len(specs)} tensors but was called "
-                            f"with {len(specs) + len(extra)} arguments (argument '{p.name}' is "
-                            "not in the input_signature)")
-    out = []
-    for name, v, spec in zip(names, values, specs):
-        if isinstance(v, sig.TensorSpec):
-            out.append(spec)
-            continue
-        if type(v) is Tensor or hasattr(v, "dtype") and hasattr(v, "shape"):
-            dtype = getattr(v, "dtype")
-            from .. import dtypes as _dt
-            if _dt.as_dtype(dtype) is not spec.dtype:
-                raise TypeError(f"{fname}(): argument '{name}' has dtype "
-                                f"{_dt.as_dtype(dtype).name} but input_signature expects "
-                                f"{spec!r}")
-            t = v if type(v) is Tensor else constant(v, spec.dtype)
-        else:
-            try:
-                t = constant(v, spec.dtype)
-            except (TypeError, ValueError) as e:
-                raise TypeError(f"{fname}(): argument '{name}'={v!r} cannot be converted for "
-                                f"input_signature {spec!r}: {e}") from None
-        if not spec.is_compatible_with(t):
-            raise ValueError(f"{fname}(): argument '{name}' has shape {list(t.shape)} which "
-                             f"does not match input_signature {spec!r}")
-        out.append(t)
-    return out + list(extra)
-
-
-_F32_MAX = 3.4028234663852886e38
-
-
-def _changing_scalars(old, key):
-    """Positions of top-level Python float arguments whose value differs between two keys.
-    Only floats: a Python int often drives Python structure (`[0] * n`, shapes, slicing)
-    where a tensor would change the meaning, so ints stay keyed by value."""
-    if len(old) != len(key):
-        return set()
-    return {i for i, (a, b) in enumerate(zip(old, key))
-            if a[0] == sig.PY == b[0] and a[1] is float is b[1] and a != b}
-
-
-def _as_tensors(values, positions):
-    """The float arguments at `positions` as float32 tensors (TF's type for a Python float),
-    except a finite value float32 cannot hold: it stays a Python value (its own trace)."""
-    from .dispatch import constant
-    return [constant(v) if i in positions and type(v) is float and not
-            (abs(v) > _F32_MAX and v == v and abs(v) != float("inf")) else v
-            for i, v in enumerate(values)]
-
-
-def _generalize_all(old, key):
-    if len(old) != len(key):
-        return None
-    parts = [sig.generalize(a, b) for a, b in zip(old, key)]
-    return None if None in parts else tuple(parts)
-
-
-def _identity_refs(k):
-    tag = k[0]
-    if tag == sig.OBJ:
-        yield k[1]
-    elif tag in (sig.LIST, sig.TUPLE):
-        for x in k[1]:
-            yield from _identity_refs(x)
-    elif tag == sig.NAMED:
-        for x in k[2]:
-            yield from _identity_refs(x)
-    elif tag == sig.DICT:
-        for _, x in k[1]:
-            yield from _identity_refs(x)
-
-
-def _has_none_dim(k):
-    tag = k[0]
-    if tag in (sig.TENSOR, sig.RESOURCE):
-        return None in k[2]
-    if tag in (sig.LIST, sig.TUPLE):
-        return any(_has_none_dim(x) for x in k[1])
-    if tag == sig.NAMED:
-        return any(_has_none_dim(x) for x in k[2])
-    if tag == sig.DICT:
-        return any(_has_none_dim(x) for _, x in k[1])
-    return False
-
-
-def _variables_again(name):
-    return ValueError(
-        f"{name}() created a gc.Variable on a trace after its first. gc.function allows "
-        "creating variables only once, as tf.function does: create them outside the function, "
-        "or guard the creation (`if self.w is None: self.w = gc.Variable(...)`) so that only "
-        "the first trace makes them.")
-
-
-def _retrace_message(f, old, new):
-    names = f._signature.names
-    diff = None
-    for name, a, b in zip(names, old, new):
-        diff = sig.first_difference(a, b, name)
-        if diff:
-            break
-    head = (f"gc.function '{f._name}' has been traced {f.tracing_count} times; every retrace "
-            "costs a full trace and compile.")
-    if diff is None:
-        return head
-    path, a, b = diff
-    change = f" Argument {path} keeps changing: {path}: {sig.describe(a)} -> {sig.describe(b)}."
-    if a[0] == sig.TENSOR and b[0] == sig.TENSOR and a[1] is b[1] and len(a[2]) == len(b[2]):
-        specs = _suggest_specs(f, new, a, b)
-        fix = (f" Fix: input_signature=[{specs}], or reduce_retracing=True."
-               if specs else " Fix: reduce_retracing=True.")
-    elif a[0] == sig.PY and b[0] == sig.PY and a[1] is b[1] and f._reduce_retracing \
-            and b[1] is float and f.input_signature is None and path in names:
-        fix = (" It is a Python float: with reduce_retracing=True, new values of it are "
-               "passed as a float32 tensor from now on (one trace for all values).")
-    elif a[0] == sig.PY and b[0] == sig.PY and a[1] is b[1]:
-        fix = (f" It is a Python {b[1].__name__}, and each new value traces a new graph. Fix: "
-               f"pass it as a tensor (gc.constant(...)) so its value is not baked in.")
-    elif a[0] == sig.PY:
-        fix = (" Python values are keyed by type and value, so each new one traces a new graph. "
-               "Fix: pass it as a tensor (gc.constant(...)) so its value is not baked in.")
-    elif a[0] == sig.OBJ:
-        fix = (" It is a Python object keyed by identity, and it is a new object on every call. "
-               "Fix: reuse one object, or pass its tensors as arguments.")
-    else:
-        fix = " Fix: keep the argument's structure and dtypes fixed between calls."
-    return head + change + fix
-
-
-def _suggest_specs(f, new, a, b):
-    """A ready-to-paste input_signature when every argument is a plain tensor."""
-    if not all(k[0] == sig.TENSOR for k in new):
-        return None
-    generalized = []
-    for keys in zip(*f._keys, new):
-        shape = keys[0][2]
-        for k in keys[1:]:
-            if len(k[2]) != len(shape):
-                return None
-            shape = tuple(x if x == y else None for x, y in zip(shape, k[2]))
-        dims = ", ".join("None" if d is None else str(d) for d in shape)
-        generalized.append(f"gc.TensorSpec([{dims}], gc.{keys[0][1].name})")
-    return ", ".join(generalized)
