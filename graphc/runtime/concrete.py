@@ -121,9 +121,11 @@ class ConcreteFunction:
         self._backend = get_backend(backend)
         self._captures = [src._np if type(src) is Tensor else src for _, src in graph.captures]
         run = self._backend.compile(graph)
+        # `_run(args)`: flat outputs for leaves + captures (saved-model signatures index them)
+        self._run = _holding_variable_locks(run, graph)
         # `_call_leaves(leaves)`: the whole cached call after the arguments are encoded, one
         # closure swapped whole (other threads see the old one or the new one, never half)
-        call = _caller(_holding_variable_locks(run, graph), self._captures, structure)
+        call = _caller(self._run, self._captures, structure)
         if getattr(run, "settled", None) is not None:
             call = self._settling(run, call)
         self._call_leaves = call
@@ -135,8 +137,8 @@ class ConcreteFunction:
             out = call(leaves)
             done = run.settled()
             if done is not None:
-                self._call_leaves = _caller(_holding_variable_locks(done, self.graph),
-                                            self._captures, self._structure)
+                self._run = _holding_variable_locks(done, self.graph)
+                self._call_leaves = _caller(self._run, self._captures, self._structure)
             return out
         return first
 
