@@ -1,0 +1,140 @@
+"""How a big matrix product runs, chosen per shape from recent timings of every way.
+
+Three ways to run one gemm: `plain`, numpy's BLAS on the threads the user has it on (what
+np.matmul and the numpy backend do); `fewer`, the same call on fewer BLAS threads (one
+fewer than the user's count, at most the free cores); `split`, one block of C per numba
+thread, each a single-threaded call (blas_split.py). Which is fastest depends on the load
+of the moment: on the idle 2-core VM 128x784 @ 784x256 float32 took 337 us plain (two
+BLAS threads), 511 us on one, 363 us split; beside one busy-loop process the two-thread
+ways have a tail (one call in ten waits 4-8 ms for the thread that shares the busy
+core), so their mean, which is what a loop of calls pays, passes the single thread's.
+
+So timings are grouped in batches of BATCH calls of one way, and each way keeps the
+means of its last KEEP batches; the way with the lowest median batch mean is used. A
+batch mean counts a tail that hits often (one call in ten lands in most batches of 8);
+the median over batches ignores a rare one (a page fault, a preempted call). The other
+ways get one batch every `every` batches; a probe that leaves the choice as it was
+doubles `every` (up to MAX_BACKOFF times PROBE_EVERY), so a right choice costs next to
+nothing, and a change resets it.
+"""
+import statistics
+import time
+from collections import deque
+
+import numpy as np
+
+from . import blas, blas_split, cores
+from .launch import pool_threads
+
+# The clock the batches are timed with; tests replace it with a fake one.
+clock = time.perf_counter
+
+CHOICE_MIN = 1 << 22     # multiply-adds (x@W1 of the MLP step: 25.7M); below: plain always
+BATCH = 8                # calls of one way per timed batch
+KEEP = 7                 # batch means kept per way
+PROBE_EVERY = 16         # batches of the chosen way between two probes of another
+MAX_BACKOFF = 8
+WAYS = ("plain", "fewer", "split")
+
+
+class Choice:
+    """The ways one product shape may run, their recent batch means, and the one in use."""
+
+    def __init__(self, ways):
+        self.ways = tuple(ways)
+        self.means = {w: deque(maxlen=KEEP) for w in self.ways}
+        self.warm = set()            # ways run once (a first run may include compiling)
+        self.best = self.ways[0]
+        self.every = PROBE_EVERY
+        self.batches = 0             # batches begun
+        self.probes = 0
+        self.way, self.left, self.total = self.ways[0], 0, 0.0
+
+    def medians(self):
+        return {w: statistics.median(s) for w, s in self.means.items() if s}
+
+    def pick(self):
+        """The way the next call runs."""
+        if self.left <= 0:
+            self.way, self.left, self.total = self._next_batch(), BATCH, 0.0
+        return self.way
+
+    def _next_batch(self):
+        for w in self.ways:                 # every way timed once before any choice
+            if not self.means[w]:
+                return w
+        self.batches += 1
+        if len(self.ways) > 1 and self.batches % self.every == 0:
+            others = [w for w in self.ways if w != self.best]
+            self.probes += 1
+            return others[self.probes % len(others)]
+        return self.best
+
+    def record(self, way, seconds):
+        """One call of `way` took `seconds`."""
+        if way not in self.warm:
+            self.warm.add(way)              # not a sample; the batch gets one more call
+            return
+        if way != self.way:
+            return                          # another thread's batch began meanwhile
+        self.total += seconds
+        self.left -= 1
+        if self.left == 0:
+            self.means[way].append(self.total / BATCH)
+            self._choose(probe=way != self.best)
+
+    def _choose(self, probe):
+        medians = self.medians()
+        if len(medians) < len(self.ways):
+            return
+        best = min(self.ways, key=lambda w: medians[w])
+        if best != self.best:
+            self.best, self.every = best, PROBE_EVERY
+        elif probe:
+            self.every = min(self.every * 2, PROBE_EVERY * MAX_BACKOFF)
+
+
+_CHOICES = {}
+
+
+def applies(dtype, m, n, k):
+    """Is this product big enough (and numpy's BLAS reachable) for a measured choice?"""
+    return m * n * k >= CHOICE_MIN and np.dtype(dtype) in blas._GEMM
+
+
+def ways_for(dtype, m, n, user, pool):
+    """The ways a product can run with the user's BLAS count and numba's pool."""
+    ways = ["plain"]
+    if user > 1 and blas.can_lower():
+        ways.append("fewer")
+    if blas_split.possible(dtype, m, n, pool) and (user == 1 or blas.can_lower()):
+        ways.append("split")
+    return ways
+
+
+def run(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c):
+    """C = alpha*op(A)@op(B) + beta*C the way that is fastest now; False (nothing done)
+    when the product is too small for a choice (the caller makes one ordinary call)."""
+    if not applies(dtype, m, n, k):
+        return False
+    user, pool = blas.user_threads(), pool_threads()
+    key = (np.dtype(dtype), ta, tb, m, n, k, user, pool)
+    choice = _CHOICES.get(key)
+    if choice is None:
+        choice = _CHOICES[key] = Choice(ways_for(dtype, m, n, user, pool))
+    way = choice.pick()
+    t0 = clock()
+    if way == "plain":
+        blas.call_gemm(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c)
+    else:
+        fewer = 1 if way == "split" else max(1, min(cores.free_cores(), user - 1))
+        blas.FEWER.enter(fewer)
+        try:
+            if way == "split":
+                blas_split.split(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, pool)
+            else:
+                blas.call_gemm(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c)
+        finally:
+            blas.FEWER.leave()
+    choice.record(way, clock() - t0)
+    return True

@@ -1,0 +1,128 @@
+"""How a big product runs (kernels/blas_choice.py): plain, on fewer BLAS threads, or split,
+by the median of recent batch means. Timings come from a fake clock or are handed to the
+choice directly, so the logic is tested without timing anything."""
+import numpy as np
+import pytest
+
+from graphc.kernels import blas, blas_choice, blas_split
+
+WAYS = ("plain", "fewer", "split")
+
+
+def drive(choice, cost, calls):
+    """Run `calls` calls through `choice`, each taking cost(way, call number) seconds;
+    the ways in the order they ran."""
+    ran = []
+    for i in range(calls):
+        way = choice.pick()
+        ran.append(way)
+        choice.record(way, cost(way, i))
+    return ran
+
+
+def steady(**costs):
+    return lambda way, i: costs[way]
+
+
+def test_every_way_is_timed_once_uncounted_then_the_lowest_median_wins():
+    c = blas_choice.Choice(WAYS)
+    first = {w: 100.0 for w in WAYS}            # a first run compiles: not a sample
+    ran = drive(c, lambda w, i: first.pop(w, None) or {"plain": 1.0, "fewer": 2.0,
+                                                        "split": 1.5}[w], 40)
+    assert ran[:3 * (blas_choice.BATCH + 1)] == sum(
+        ([w] * (blas_choice.BATCH + 1) for w in WAYS), [])
+    assert c.medians() == {"plain": 1.0, "fewer": 2.0, "split": 1.5}
+    assert c.best == "plain" and ran[-1] == "plain"
+
+
+def test_a_frequent_tail_loses_to_a_steady_slower_way():
+    """Beside a busy-loop process the two-thread call is fast nine times in ten and waits
+    20x longer the tenth: its median per call is lower, its mean (what a loop pays) not."""
+    c = blas_choice.Choice(("plain", "fewer"))
+    cost = lambda w, i: (20.0 if i % 10 == 0 else 1.0) if w == "plain" else 2.0  # noqa: E731
+    drive(c, cost, 400)
+    assert c.best == "fewer"
+    assert c.medians()["plain"] > c.medians()["fewer"]
+
+
+def test_a_rare_outlier_does_not_flip_the_choice():
+    c = blas_choice.Choice(("plain", "fewer"))
+    drive(c, steady(plain=1.0, fewer=1.5), 100)
+    assert c.best == "plain"
+    ran = drive(c, lambda w, i: 200.0 if i == 0 else {"plain": 1.0, "fewer": 1.5}[w], 100)
+    assert ran[0] == "plain" and c.best == "plain"      # one slow batch among KEEP
+
+
+def test_probes_back_off_while_the_choice_holds_and_a_change_resets_them():
+    c = blas_choice.Choice(("plain", "fewer"))
+    drive(c, steady(plain=1.0, fewer=3.0), 160 * blas_choice.BATCH)
+    assert c.best == "plain"
+    assert c.every == blas_choice.PROBE_EVERY * blas_choice.MAX_BACKOFF    # backed off
+    ran = drive(c, steady(plain=1.0, fewer=3.0), 1024 * blas_choice.BATCH)
+    probes = ran.count("fewer") / blas_choice.BATCH
+    assert probes <= 1024 / (blas_choice.PROBE_EVERY * blas_choice.MAX_BACKOFF) + 1
+    # the machine gets busy: plain now costs 5, fewer still 3 -- the choice follows as
+    # soon as most of plain's kept batches are slow ones, and probes often again
+    for batches in range(1, blas_choice.KEEP + 1):
+        drive(c, steady(plain=5.0, fewer=3.0), blas_choice.BATCH)
+        if c.best == "fewer":
+            break
+    assert c.best == "fewer" and batches <= blas_choice.KEEP // 2 + 2  # (+1: alignment)
+    assert c.every == blas_choice.PROBE_EVERY
+    ran = drive(c, steady(plain=5.0, fewer=3.0), 32 * blas_choice.BATCH)
+    assert blas_choice.BATCH <= ran.count("plain") <= 3 * blas_choice.BATCH  # ~2 probes
+
+
+def test_a_call_from_another_threads_batch_is_not_a_sample():
+    c = blas_choice.Choice(("plain", "fewer"))
+    c.record("plain", 1.0)                              # the warm-up
+    c.pick()                                            # a batch of plain begins
+    c.record("fewer", 9.0)                              # fewer's first: warm-up
+    c.record("fewer", 9.0)                              # not the running batch
+    assert not c.means["fewer"] and c.left == blas_choice.BATCH
+
+
+class FakeLoad:
+    """blas_choice's clock, advanced by a cost per way when a product runs (the real
+    product runs too, so results are checked)."""
+
+    def __init__(self, monkeypatch, **cost):
+        self.t, self.cost, self.ran = 0.0, cost, []
+        monkeypatch.setattr(blas_choice, "clock", lambda: self.t)
+        monkeypatch.setattr(blas_choice, "CHOICE_MIN", 1)
+        monkeypatch.setattr(blas_choice, "_CHOICES", {})
+        monkeypatch.setattr(blas_choice, "pool_threads", lambda: 2)
+        monkeypatch.setattr(blas_choice, "ways_for", lambda *a: ["plain", "fewer", "split"])
+        monkeypatch.setattr(blas, "FEWER", blas._Fewer())
+        real_call, real_split = blas.call_gemm, blas_split.split
+
+        def call(*args):
+            self.tick("fewer" if blas.FEWER.depth else "plain")
+            return real_call(*args)
+
+        def split(*args):
+            self.tick("split")
+            args = list(args)
+            return real_call(*args[:-1])       # the parts' sum, without a parallel region
+        monkeypatch.setattr(blas, "call_gemm", call)
+        monkeypatch.setattr(blas_split, "split", split)
+
+    def tick(self, way):
+        self.ran.append(way)
+        self.t += self.cost[way]
+
+
+@pytest.mark.skipif(not blas.available(), reason="numpy's BLAS exports no gemm")
+def test_matmul_follows_the_load_through_a_fake_clock(monkeypatch):
+    load = FakeLoad(monkeypatch, plain=1.0, fewer=2.0, split=1.2)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((16, 12)).astype(np.float32)
+    b = rng.standard_normal((12, 10)).astype(np.float32)
+    for _ in range(100):
+        np.testing.assert_allclose(blas.matmul(a, b), a @ b, rtol=1e-5)
+    (choice,) = blas_choice._CHOICES.values()
+    assert choice.best == "plain" and load.ran[-1] == "plain"
+    load.cost.update(plain=6.0, split=8.0)                # a busy-loop process appears
+    for _ in range(200):
+        np.testing.assert_allclose(blas.matmul(a, b), a @ b, rtol=1e-5)
+    assert choice.best == "fewer" and load.ran[-1] == "fewer"
