@@ -35,6 +35,7 @@ KEEP = 7                 # batch means kept per way
 PROBE_EVERY = 16         # batches of the chosen way between two probes of another
 MAX_BACKOFF = 8
 WAYS = ("plain", "fewer", "split")
+_TRANS = 112             # cblas: the operand is stored transposed
 
 
 class Choice:
@@ -95,6 +96,19 @@ class Choice:
 
 
 _CHOICES = {}
+
+
+def summary():
+    """One line per product shape timed so far in this process: the way in use and every
+    way's median batch mean per call."""
+    lines = []
+    for (dt, ta, tb, m, n, k, user, pool), c in list(_CHOICES.items()):
+        a = f"{k}x{m}^T" if ta == _TRANS else f"{m}x{k}"
+        b = f"{n}x{k}^T" if tb == _TRANS else f"{k}x{n}"
+        times = ", ".join(f"{w} {t * 1e3:.3f} ms" for w, t in c.medians().items())
+        lines.append(f"{a} @ {b} {dt.name}: {c.best} ({times or 'not timed yet'}; BLAS "
+                     f"threads {user}, numba threads {pool})")
+    return lines
 
 
 def applies(dtype, m, n, k):

@@ -126,3 +126,18 @@ def test_matmul_follows_the_load_through_a_fake_clock(monkeypatch):
     for _ in range(200):
         np.testing.assert_allclose(blas.matmul(a, b), a @ b, rtol=1e-5)
     assert choice.best == "fewer" and load.ran[-1] == "fewer"
+
+
+@pytest.mark.skipif(not blas.available(), reason="numpy's BLAS exports no gemm")
+def test_graphc_graph_lists_each_products_way_and_times(monkeypatch):
+    import graphc as gc
+    from graphc.kernels.cpu import describe
+    FakeLoad(monkeypatch, plain=1e-3, fewer=2e-3, split=3e-3)
+    a = np.ones((12, 16), np.float32)
+    b = np.ones((12, 10), np.float32)
+    f = gc.function(lambda a, b: gc.matmul(a, b, transpose_a=True), backend="numba")
+    for _ in range(40):
+        np.testing.assert_allclose(f(a, b).numpy(), a.T @ b)
+    text = describe(f.get_concrete_function(a, b).graph)
+    assert ("big product (this process) 12x16^T @ 12x10 float32: plain (plain 1.000 ms, "
+            "fewer 2.000 ms, split 3.000 ms;") in text
