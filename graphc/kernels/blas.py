@@ -185,12 +185,17 @@ def gemm(ta_la_lda, tb_lb_ldb, m, n, k, alpha, beta, c):
     """C = alpha*op(A)@op(B) + beta*C on a C-ordered c. A big product runs the way its
     recent timings say is fastest now: as numpy's BLAS is set, on fewer BLAS threads, or
     split across numba's threads (`blas_choice`)."""
-    from . import blas_choice
     ta, a, lda = ta_la_lda
     tb, b, ldb = tb_lb_ldb
-    if blas_choice.run(c.dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c):
-        return
-    call_gemm(c.dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c)
+    dt = c.dtype
+    choice, way = blas_choice.choose(dt, ta, tb, m, n, k)
+    t0 = blas_choice.clock()
+    if way == "plain":
+        call_gemm(dt, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c)
+    else:
+        blas_choice.run_way(choice, way, dt, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c)
+    if choice is not None:
+        choice.record(way, blas_choice.clock() - t0)
 
 
 def call_gemm(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c):
@@ -200,8 +205,9 @@ def call_gemm(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c):
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False):
-    """np.matmul through `gemm` for big 2-D float32/float64 products of one dtype (so their
-    threads are chosen by measurement); anything else goes to the numpy rule."""
+    """The numpy rule for matmul, except that a big 2-D float32/float64 product of one
+    dtype runs the way its recent timings say is fastest (`gemm`): the plain way is the
+    numpy rule itself (np.matmul, no ctypes call)."""
     dt = a.dtype
     if a.ndim != 2 or b.ndim != 2 or b.dtype != dt or dt not in _GEMM:
         return _MATMUL(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
@@ -209,11 +215,20 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
     lb = b.T if transpose_b else b
     m, k = la.shape
     n = lb.shape[1]
-    from . import blas_choice
-    if lb.shape[0] != k or not blas_choice.applies(dt, m, n, k):
+    if lb.shape[0] != k:
         return _MATMUL(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
-    c = np.empty((m, n), dt)
-    gemm(_operand(la), _operand(lb), m, n, k, 1.0, 0.0, c)
+    choice, way = blas_choice.choose(dt, _TRANS if transpose_a else _NO_TRANS,
+                                     _TRANS if transpose_b else _NO_TRANS, m, n, k)
+    if choice is None:
+        return _MATMUL(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
+    t0 = blas_choice.clock()
+    if way == "plain":
+        c = _MATMUL(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
+    else:
+        c = np.empty((m, n), dt)
+        (ta, a2, lda), (tb, b2, ldb) = _operand(la), _operand(lb)
+        blas_choice.run_way(choice, way, dt, ta, tb, m, n, k, 1.0, a2, lda, b2, ldb, 0.0, c)
+    choice.record(way, blas_choice.clock() - t0)
     return c
 
 
@@ -230,8 +245,14 @@ def may_split(op):
 
 
 def _MATMUL(a, b, **attrs):
-    from ..runtime.registry import REGISTRY
-    return REGISTRY["matmul"].numpy(a, b, **attrs)
+    rule = _RULE.get("matmul")
+    if rule is None:
+        from ..runtime.registry import REGISTRY
+        rule = _RULE["matmul"] = REGISTRY["matmul"].numpy
+    return rule(a, b, **attrs)
+
+
+_RULE = {}     # the numpy rule, looked up once (an import per call costs ~1 us)
 
 
 def find_updates(graph):
@@ -293,3 +314,6 @@ def update_step(assign, mm, mul):
         return assign_np(var, delta)
     ins = [assign.inputs[0], *mm.inputs] + ([scale_v] if scale_v is not None else [])
     return run, ins
+
+
+from . import blas_choice  # noqa: E402 - it imports this module; used at call time only

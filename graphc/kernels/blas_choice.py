@@ -21,8 +21,6 @@ import statistics
 import time
 from collections import deque
 
-import numpy as np
-
 from . import blas, blas_split, cores
 from .launch import pool_threads
 
@@ -42,6 +40,7 @@ class Choice:
     """The ways one product shape may run, their recent batch means, and the one in use."""
 
     def __init__(self, ways):
+        self.user = self.pool = 1    # BLAS and numba threads it was made for (choose())
         self.ways = tuple(ways)
         self.means = {w: deque(maxlen=KEEP) for w in self.ways}
         self.warm = set()            # ways run once (a first run may include compiling)
@@ -111,11 +110,6 @@ def summary():
     return lines
 
 
-def applies(dtype, m, n, k):
-    """Is this product big enough (and numpy's BLAS reachable) for a measured choice?"""
-    return m * n * k >= CHOICE_MIN and np.dtype(dtype) in blas._GEMM
-
-
 def ways_for(dtype, m, n, user, pool):
     """The ways a product can run with the user's BLAS count and numba's pool."""
     ways = ["plain"]
@@ -126,29 +120,34 @@ def ways_for(dtype, m, n, user, pool):
     return ways
 
 
-def run(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c):
-    """C = alpha*op(A)@op(B) + beta*C the way that is fastest now; False (nothing done)
-    when the product is too small for a choice (the caller makes one ordinary call)."""
-    if not applies(dtype, m, n, k):
-        return False
+def choose(dtype, ta, tb, m, n, k):
+    """(the product's Choice, the way its next call runs); (None, "plain") for a product
+    too small for a choice, or when numpy's BLAS is not reachable. The caller times the
+    call and hands the seconds to choice.record(way, seconds)."""
+    if m * n * k < CHOICE_MIN or dtype not in blas._GEMM:
+        return None, "plain"
     user, pool = blas.user_threads(), pool_threads()
-    key = (np.dtype(dtype), ta, tb, m, n, k, user, pool)
+    key = (dtype, ta, tb, m, n, k, user, pool)
     choice = _CHOICES.get(key)
     if choice is None:
         choice = _CHOICES[key] = Choice(ways_for(dtype, m, n, user, pool))
-    way = choice.pick()
-    t0 = clock()
-    if way == "plain":
-        blas.call_gemm(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c)
+        choice.user, choice.pool = user, pool
+    return choice, choice.pick()
+
+
+def run_way(choice, way, dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c):
+    """C = alpha*op(A)@op(B) + beta*C on fewer BLAS threads, or split (not `plain`: the
+    caller makes that call its own way)."""
+    if way == "split":
+        fewer = 1
     else:
-        fewer = 1 if way == "split" else max(1, min(cores.free_cores(), user - 1))
-        blas.FEWER.enter(fewer)
-        try:
-            if way == "split":
-                blas_split.split(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, pool)
-            else:
-                blas.call_gemm(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c)
-        finally:
-            blas.FEWER.leave()
-    choice.record(way, clock() - t0)
-    return True
+        fewer = max(1, min(cores.free_cores(), choice.user - 1))
+    blas.FEWER.enter(fewer)
+    try:
+        if way == "split":
+            blas_split.split(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                             choice.pool)
+        else:
+            blas.call_gemm(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c)
+    finally:
+        blas.FEWER.leave()

@@ -94,17 +94,21 @@ class FakeLoad:
         monkeypatch.setattr(blas_choice, "pool_threads", lambda: 2)
         monkeypatch.setattr(blas_choice, "ways_for", lambda *a: ["plain", "fewer", "split"])
         monkeypatch.setattr(blas, "FEWER", blas._Fewer())
-        real_call, real_split = blas.call_gemm, blas_split.split
+        real_call, real_mm = blas.call_gemm, blas._MATMUL
 
         def call(*args):
             self.tick("fewer" if blas.FEWER.depth else "plain")
             return real_call(*args)
 
+        def plain_matmul(*args, **attrs):      # matmul's plain way: the numpy rule
+            self.tick("plain")
+            return real_mm(*args, **attrs)
+
         def split(*args):
             self.tick("split")
-            args = list(args)
             return real_call(*args[:-1])       # the parts' sum, without a parallel region
         monkeypatch.setattr(blas, "call_gemm", call)
+        monkeypatch.setattr(blas, "_MATMUL", plain_matmul)
         monkeypatch.setattr(blas_split, "split", split)
 
     def tick(self, way):
