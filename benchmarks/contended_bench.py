@@ -86,12 +86,20 @@ def measure(rows, rounds, reps):
     def between():
         np.multiply(scratch, 1.0001, out=scratch)
 
-    res = {}
+    res, share = {}, {}
     for _ in range(rounds):
         for name, fns, args in rows:
             for mode, fn in fns.items():
+                c0, t0 = time.process_time(), time.perf_counter()
                 res.setdefault((name, mode), []).extend(timed(fn, args, between, reps))
-    return {k: statistics.median(v) for k, v in res.items()}
+                cpu, wall = share.get((name, mode), (0.0, 0.0))
+                share[(name, mode)] = (cpu + time.process_time() - c0,
+                                       wall + time.perf_counter() - t0)
+    out = {k: statistics.median(v) for k, v in res.items()}
+    # CPU seconds this process got per second of wall time while auto ran: on a shared
+    # machine the other jobs' load shows here (a serial kernel on a core of its own: 1.0)
+    out.update({(k[0], "cpu " + k[1]): c / w for k, (c, w) in share.items() if w})
+    return out
 
 
 def table(title, med, rows, single=None):
@@ -107,7 +115,10 @@ def table(title, med, rows, single=None):
             line += f" {med[(name, 'auto 1thr')] * 1e3:9.3f}m"
         if single:
             line += f" {a / (single[(name, 'auto 1thr')] * 1e3):9.2f}"
-        print(line)
+        line += f"  (auto got {med[(name, 'cpu auto')]:.2f} cpu/s"
+        if (name, "cpu auto 1thr") in med:
+            line += f", 1 thr {med[(name, 'cpu auto 1thr')]:.2f}"
+        print(line + ")")
 
 
 def main(argv=None):
