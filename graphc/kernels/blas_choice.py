@@ -13,9 +13,10 @@ So timings are grouped in batches of BATCH calls of one way, and each way keeps 
 means of its last KEEP batches; the way with the lowest median batch mean is used. A
 batch mean counts a tail that hits often (one call in ten lands in most batches of 8);
 the median over batches ignores a rare one (a page fault, a preempted call). The other
-ways get one batch every `every` batches; a probe that leaves the choice as it was
-doubles `every` (up to MAX_BACKOFF times PROBE_EVERY), so a right choice costs next to
-nothing, and a change resets it.
+ways get one batch every `every` batches; a probe slower than the choice doubles `every`
+(up to MAX_BACKOFF times PROBE_EVERY), so a right choice costs next to nothing; a probe
+faster than it is run again at once (its older batches may be from before the load
+changed), and a change of choice resets `every`.
 """
 import statistics
 import time
@@ -41,6 +42,8 @@ class Choice:
 
     def __init__(self, ways):
         self.user = self.pool = 1    # BLAS and numba threads it was made for (choose())
+        self.later = None            # a way waiting for its kernel to compile
+        self.again = None            # a way to time again at once (its probe was fast)
         self.ways = tuple(ways)
         self.means = {w: deque(maxlen=KEEP) for w in self.ways}
         self.warm = set()            # ways run once (a first run may include compiling)
@@ -49,6 +52,12 @@ class Choice:
         self.batches = 0             # batches begun
         self.probes = 0
         self.way, self.left, self.total = self.ways[0], 0, 0.0
+
+    def add(self, way):
+        """A way that became possible (its kernel compiled): timed from its next batch."""
+        if way not in self.ways:
+            self.means[way] = deque(maxlen=KEEP)
+            self.ways = self.ways + (way,)
 
     def medians(self):
         return {w: statistics.median(s) for w, s in self.means.items() if s}
@@ -64,6 +73,9 @@ class Choice:
             if not self.means[w]:
                 return w
         self.batches += 1
+        if self.again is not None:          # the last probe beat the choice: once more
+            w, self.again = self.again, None
+            return w
         if len(self.ways) > 1 and self.batches % self.every == 0:
             others = [w for w in self.ways if w != self.best]
             self.probes += 1
@@ -80,17 +92,20 @@ class Choice:
         self.total += seconds
         self.left -= 1
         if self.left == 0:
-            self.means[way].append(self.total / BATCH)
-            self._choose(probe=way != self.best)
+            mean = self.total / BATCH
+            self.means[way].append(mean)
+            self._choose(way, mean)
 
-    def _choose(self, probe):
+    def _choose(self, way, mean):
         medians = self.medians()
         if len(medians) < len(self.ways):
             return
         best = min(self.ways, key=lambda w: medians[w])
         if best != self.best:
             self.best, self.every = best, PROBE_EVERY
-        elif probe:
+        elif way != best and mean < medians[best]:
+            self.again = way                # its older batches may predate a change
+        elif way != best:
             self.every = min(self.every * 2, PROBE_EVERY * MAX_BACKOFF)
 
 
@@ -111,13 +126,23 @@ def summary():
 
 
 def ways_for(dtype, m, n, user, pool):
-    """The ways a product can run with the user's BLAS count and numba's pool."""
+    """The ways a product can run with the user's BLAS count and numba's pool (split once
+    its kernel has compiled)."""
     ways = ["plain"]
     if user > 1 and blas.can_lower():
         ways.append("fewer")
     if blas_split.possible(dtype, m, n, pool) and (user == 1 or blas.can_lower()):
         ways.append("split")
     return ways
+
+
+def _new_choice(dtype, m, n, user, pool):
+    ways, later = ways_for(dtype, m, n, user, pool), None
+    if "split" in ways and not blas_split.ready():
+        ways, later = [w for w in ways if w != "split"], "split"   # added once compiled
+    choice = Choice(ways or ["plain"])
+    choice.user, choice.pool, choice.later = user, pool, later
+    return choice
 
 
 def choose(dtype, ta, tb, m, n, k):
@@ -130,8 +155,10 @@ def choose(dtype, ta, tb, m, n, k):
     key = (dtype, ta, tb, m, n, k, user, pool)
     choice = _CHOICES.get(key)
     if choice is None:
-        choice = _CHOICES[key] = Choice(ways_for(dtype, m, n, user, pool))
-        choice.user, choice.pool = user, pool
+        choice = _CHOICES[key] = _new_choice(dtype, m, n, user, pool)
+    elif choice.later is not None and blas_split.ready():
+        choice.add(choice.later)
+        choice.later = None
     return choice, choice.pick()
 
 

@@ -8,13 +8,14 @@ one single-threaded gemm call inside a `prange`, took 321 us on an idle machine 
 One of the ways a big product may run; blas_choice.py times them and picks.
 """
 import ctypes
+import threading
 
 import numpy as np
 from llvmlite import ir
 from numba import prange, types
 from numba.extending import intrinsic
 
-from . import blas
+from . import blas, tiers
 from .cache_numba import njit     # cache=True: machine code in graphc's sealed cache only
 from .launch import PARALLEL, enter
 
@@ -61,6 +62,32 @@ def _split(addr, item, ta, tb, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc, 
             b_off = lo * (1 if tb == _NO_TRANS else ldb) * item
             _call_gemm(addr, ta, tb, m, hi - lo, k, alpha, pa, lda, pb + b_off, ldb, beta,
                        pc + lo * item, ldc)
+
+
+# The kernel compiles (or loads from the cache) on graphc's compile thread, never inside a
+# user's call: until it is ready, products run without the split way (background tier).
+_READY = threading.Event()
+_JOB = []
+
+
+def _compile():
+    for real in (types.float32, types.float64):
+        i = types.int64
+        _split.compile((i, i, i, i, i, i, i, real, i, i, i, i, real, i, i, i))
+    _READY.set()
+
+
+def ready():
+    """Is the split kernel compiled? The first call asks the compile thread for it (or, with
+    GRAPHC_COMPILE=sync, compiles it now)."""
+    if _READY.is_set():
+        return True
+    if tiers.mode() == "sync":
+        _compile()
+        return True
+    if not _JOB:
+        _JOB.append(tiers.submit("split gemm kernel", _compile, later=True))
+    return False
 
 
 def split(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, parts):

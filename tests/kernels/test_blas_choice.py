@@ -73,6 +73,23 @@ def test_probes_back_off_while_the_choice_holds_and_a_change_resets_them():
     assert blas_choice.BATCH <= ran.count("plain") <= 3 * blas_choice.BATCH  # ~2 probes
 
 
+def test_when_the_load_goes_the_faster_way_is_back_within_a_few_batches_of_a_probe():
+    """A hog makes plain slow and fewer wins; once it stops, plain's kept batches are all
+    slow ones, but a fast probe is repeated at once until its median shows it."""
+    c = blas_choice.Choice(("plain", "fewer"))
+    drive(c, steady(plain=1.0, fewer=2.0), 40 * blas_choice.BATCH)
+    drive(c, steady(plain=9.0, fewer=2.2), 400 * blas_choice.BATCH)    # the hog
+    assert c.best == "fewer" and c.every > blas_choice.PROBE_EVERY
+    ran = []                                                             # it stops
+    while "plain" not in ran:
+        ran += drive(c, steady(plain=1.0, fewer=2.0), blas_choice.BATCH)
+    assert len(ran) <= (blas_choice.PROBE_EVERY * blas_choice.MAX_BACKOFF + 1) * \
+        blas_choice.BATCH                                               # the next probe
+    need = blas_choice.KEEP // 2 + 1        # fast batches for plain's median to be fast
+    ran = drive(c, steady(plain=1.0, fewer=2.0), need * blas_choice.BATCH)  # (+1: alignment)
+    assert ran == ["plain"] * len(ran) and c.best == "plain"    # no fewer batch between
+
+
 def test_a_call_from_another_threads_batch_is_not_a_sample():
     c = blas_choice.Choice(("plain", "fewer"))
     c.record("plain", 1.0)                              # the warm-up
@@ -93,6 +110,7 @@ class FakeLoad:
         monkeypatch.setattr(blas_choice, "_CHOICES", {})
         monkeypatch.setattr(blas_choice, "pool_threads", lambda: 2)
         monkeypatch.setattr(blas_choice, "ways_for", lambda *a: ["plain", "fewer", "split"])
+        monkeypatch.setattr(blas_split, "ready", lambda: True)
         monkeypatch.setattr(blas, "FEWER", blas._Fewer())
         real_call, real_mm = blas.call_gemm, blas._MATMUL
 
@@ -145,3 +163,32 @@ def test_graphc_graph_lists_each_products_way_and_times(monkeypatch):
     text = describe(f.get_concrete_function(a, b).graph)
     assert ("big product (this process) 12x16^T @ 12x10 float32: plain (plain 1.000 ms, "
             "fewer 2.000 ms, split 3.000 ms;") in text
+
+
+@pytest.mark.skipif(not blas.available(), reason="numpy's BLAS exports no gemm")
+def test_split_waits_for_its_kernel_on_the_compile_thread(monkeypatch):
+    """Background tier: a product runs its other ways while the split kernel compiles on
+    graphc's compile thread, never inside the call; split joins the choice once ready."""
+    import threading
+
+    from graphc.kernels import tiers
+    monkeypatch.setenv("GRAPHC_COMPILE", "background")
+    gate = threading.Event()
+    monkeypatch.setitem(tiers.GATE, "event", gate)
+    monkeypatch.setattr(blas_split, "_READY", threading.Event())
+    monkeypatch.setattr(blas_split, "_JOB", [])
+    monkeypatch.setattr(blas_choice, "CHOICE_MIN", 1)
+    monkeypatch.setattr(blas_choice, "_CHOICES", {})
+    monkeypatch.setattr(blas_choice, "ways_for", lambda *a: ["plain", "fewer", "split"])
+    a = np.ones((16, 12), np.float32)
+    try:
+        np.testing.assert_array_equal(blas.matmul(a, a, transpose_b=True), a @ a.T)
+        (choice,) = blas_choice._CHOICES.values()
+        assert choice.ways == ("plain", "fewer") and choice.later == "split"
+        (job,) = blas_split._JOB
+        assert job.state == "pending"
+    finally:
+        gate.set()
+    assert job.done.wait(120) and job.state == "ready", job.error
+    np.testing.assert_array_equal(blas.matmul(a, a, transpose_b=True), a @ a.T)
+    assert choice.ways == ("plain", "fewer", "split") and choice.later is None
