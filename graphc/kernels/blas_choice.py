@@ -14,9 +14,12 @@ means of its last KEEP batches; the way with the lowest median batch mean is use
 batch mean counts a tail that hits often (one call in ten lands in most batches of 8);
 the median over batches ignores a rare one (a page fault, a preempted call). The other
 ways get one batch every `every` batches; a probe slower than the choice doubles `every`
-(up to MAX_BACKOFF times PROBE_EVERY), so a right choice costs next to nothing; a probe
-faster than it is run again at once (its older batches may be from before the load
-changed), and a change of choice resets `every`.
+(up to MAX_BACKOFF times PROBE_EVERY), and the next probe also waits until the chosen
+way has run 1/PROBE_SHARE times as long as this probe took, so a right choice costs next
+to nothing even when the other way is a hundred times slower (two BLAS threads at load 6
+on the 2-core VM: 120 ms a call against 1.5 ms); a probe call CUT times slower than the
+best ends its batch. A probe faster than the choice is run again at once (its older
+batches may be from before the load changed), and a change of choice resets `every`.
 """
 import statistics
 import time
@@ -33,6 +36,8 @@ BATCH = 8                # calls of one way per timed batch
 KEEP = 7                 # batch means kept per way
 PROBE_EVERY = 16         # batches of the chosen way between two probes of another
 MAX_BACKOFF = 8
+PROBE_SHARE = 0.03       # probes of a losing way take at most this share of the time
+CUT = 4.0                # a probe call this many times slower than the best ends its batch
 WAYS = ("plain", "fewer", "split")
 _TRANS = 112             # cblas: the operand is stored transposed
 
@@ -49,9 +54,11 @@ class Choice:
         self.warm = set()            # ways run once (a first run may include compiling)
         self.best = self.ways[0]
         self.every = PROBE_EVERY
-        self.batches = 0             # batches begun
+        self.run = 0                 # batches of the chosen way since the last probe
+        self.since = 0.0             # ... and their seconds
+        self.due = 0.0               # seconds of them before the next probe (its budget)
         self.probes = 0
-        self.way, self.left, self.total = self.ways[0], 0, 0.0
+        self.way, self.left, self.calls, self.total = self.ways[0], 0, 0, 0.0
 
     def add(self, way):
         """A way that became possible (its kernel compiled): timed from its next batch."""
@@ -60,26 +67,27 @@ class Choice:
             self.ways = self.ways + (way,)
 
     def medians(self):
-        return {w: statistics.median(s) for w, s in self.means.items() if s}
+        return {w: statistics.median(s) for w, s in list(self.means.items()) if s}
 
     def pick(self):
         """The way the next call runs."""
         if self.left <= 0:
-            self.way, self.left, self.total = self._next_batch(), BATCH, 0.0
+            self.way, self.left, self.calls, self.total = self._next_batch(), BATCH, 0, 0.0
         return self.way
 
     def _next_batch(self):
         for w in self.ways:                 # every way timed once before any choice
             if not self.means[w]:
                 return w
-        self.batches += 1
         if self.again is not None:          # the last probe beat the choice: once more
             w, self.again = self.again, None
             return w
-        if len(self.ways) > 1 and self.batches % self.every == 0:
+        if len(self.ways) > 1 and self.run >= self.every and self.since >= self.due:
             others = [w for w in self.ways if w != self.best]
             self.probes += 1
+            self.run, self.since = 0, 0.0
             return others[self.probes % len(others)]
+        self.run += 1
         return self.best
 
     def record(self, way, seconds):
@@ -90,23 +98,34 @@ class Choice:
         if way != self.way:
             return                          # another thread's batch began meanwhile
         self.total += seconds
+        self.calls += 1
         self.left -= 1
+        if self.left > 0 and way != self.best and self._hopeless(way, seconds):
+            self.left = 0                   # no need for 7 more calls that slow
         if self.left == 0:
-            mean = self.total / BATCH
+            mean = self.total / self.calls
             self.means[way].append(mean)
-            self._choose(way, mean)
+            if way == self.best:
+                self.since += self.total
+            self._choose(way, mean, self.total)
 
-    def _choose(self, way, mean):
+    def _hopeless(self, way, seconds):
+        """A call CUT times slower than another way's median: its batch ends with it."""
+        others = [m for w, m in self.medians().items() if w != way]
+        return bool(others) and seconds > CUT * min(others)
+
+    def _choose(self, way, mean, total):
         medians = self.medians()
         if len(medians) < len(self.ways):
             return
         best = min(self.ways, key=lambda w: medians[w])
         if best != self.best:
-            self.best, self.every = best, PROBE_EVERY
+            self.best, self.every, self.due = best, PROBE_EVERY, 0.0
         elif way != best and mean < medians[best]:
             self.again = way                # its older batches may predate a change
         elif way != best:
             self.every = min(self.every * 2, PROBE_EVERY * MAX_BACKOFF)
+            self.due = total / PROBE_SHARE  # what this probe cost, as a share of the time
 
 
 _CHOICES = {}
