@@ -24,6 +24,13 @@ def steady(**costs):
     return lambda way, i: costs[way]
 
 
+def test_ways_are_first_timed_single_threaded_first(monkeypatch):
+    monkeypatch.setattr(blas, "can_lower", lambda: True)
+    monkeypatch.setattr(blas_split, "possible", lambda *a: True)
+    assert blas_choice.ways_for(np.float32, 128, 256, 2, 2) == ["fewer", "plain", "split"]
+    assert blas_choice.ways_for(np.float32, 128, 256, 1, 2) == ["plain", "split"]
+
+
 def test_every_way_is_timed_once_uncounted_then_the_lowest_median_wins():
     c = blas_choice.Choice(WAYS)
     first = {w: 100.0 for w in WAYS}            # a first run compiles: not a sample
@@ -77,14 +84,15 @@ def test_probes_back_off_while_the_choice_holds_and_a_change_resets_them():
 def test_a_way_a_hundred_times_slower_costs_a_few_percent_of_the_time():
     """Two BLAS threads at load 6: 120 ms a call against 1.5 ms on one. Its probes end
     after one call, and come only once the chosen way has run 1/PROBE_SHARE times as long."""
-    c = blas_choice.Choice(("plain", "fewer"))
+    c = blas_choice.Choice(("fewer", "plain"))          # ways_for's order: one thread first
     spent = {"plain": 0.0, "fewer": 0.0}
 
     def cost(way, i):
         t = {"plain": 120.0, "fewer": 1.5}[way]
         spent[way] += t
         return t
-    drive(c, cost, 3 * blas_choice.BATCH)               # every way timed once
+    first = drive(c, cost, 3 * blas_choice.BATCH)       # every way timed once
+    assert first.count("plain") == 2                    # its first run, and one sample
     spent.update(plain=0.0, fewer=0.0)
     ran = drive(c, cost, 20000)
     assert c.best == "fewer"
