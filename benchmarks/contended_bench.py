@@ -107,8 +107,9 @@ def measure(rows, rounds, reps):
 def table(title, med, rows, single=None):
     print(f"\n{title}  (load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cpus, "
           f"affinity {len(os.sched_getaffinity(0))})")
+    one_thread_column = any(m == "auto 1thr" for _, m in med)
     print(f"{'workload':22s} {'eager':>9s} {'numpy be':>9s} {'auto':>9s} {'auto/numpy':>10s} "
-          f"{'auto/eager':>10s}" + (f" {'auto 1 thr':>10s}" if any(m == "auto 1thr" for _, m in med) else "")
+          f"{'auto/eager':>10s}" + (f" {'auto 1 thr':>10s}" if one_thread_column else "")
           + (f" {'hog/1thr':>9s}" if single else ""))
     for name, _, _ in rows:
         e, n, a = (med[(name, m)] * 1e3 for m in ("eager", "numpy", "auto"))
