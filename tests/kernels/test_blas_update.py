@@ -184,3 +184,33 @@ def test_split_fused_update_in_a_compiled_step(every_way):
     want, _ = _run("numpy", BODIES["sub_scaled_transpose_a"], np.float32, steps=4)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     assert [c.ways for c in every_way._CHOICES.values()] == [("split",)]
+
+
+def test_fewer_from_several_threads_agrees_and_puts_the_count_back(every_way):
+    """Overlapping calls on fewer BLAS threads from four threads: every product is right and
+    numpy's BLAS count is the user's again once they are all out."""
+    import threading
+    if not blas.can_lower():
+        pytest.skip("this BLAS cannot set its thread count")
+    every_way.force("fewer")
+    user = blas.blas_threads()
+    blas.set_blas_threads(2)
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((300, 300)).astype(np.float32)    # ~1 ms: calls overlap
+    b = rng.standard_normal((300, 300)).astype(np.float32)
+    want, bad = a @ b, []
+
+    def work():
+        for _ in range(30):
+            got = blas.matmul(a, b)
+            if not np.allclose(got, want, rtol=1e-5, atol=1e-5):
+                bad.append(got)
+    try:
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not bad and blas.blas_threads() == 2 and blas.FEWER.depth == 0
+    finally:
+        blas.set_blas_threads(user)
