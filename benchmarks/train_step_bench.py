@@ -1,9 +1,13 @@
 """MLP train step (784-256-10, batch 128, relu, softmax cross-entropy, SGD): eager graphc vs
 compiled graphc per backend vs a hand-written numpy forward/backward step, medians of one run.
 
-Run: `python benchmarks/train_step_bench.py [--min-time S] [--backends numpy,numba]`.
+Run: `python benchmarks/train_step_bench.py [--min-time S] [--backends numpy,numba]
+[--contended]`. numpy's BLAS threads are left as numpy set them (its default: one per core);
+`--contended` times everything a second time beside a busy-loop process on every core but
+one (graphc.bench.contention: pinned, stops by itself).
 """
 import argparse
+import os
 import time
 
 import numpy as np
@@ -83,6 +87,8 @@ def main():
     parser.add_argument("--min-time", type=float, default=1.0,
                         help="seconds of timed calls per column (default 1)")
     parser.add_argument("--backends", default="numpy,auto,numba")
+    parser.add_argument("--contended", action="store_true",
+                        help="also time every column beside a busy-loop process")
     args = parser.parse_args()
     x, y = data()
     calls, rows = {}, []
@@ -103,7 +109,15 @@ def main():
     for _ in range(3):                                  # warm every column first
         for call in calls.values():
             call()
-    rows = list(timed(calls, args.min_time).items()) + rows
+    from graphc.kernels import tiers
+    tiers.wait_all()                                    # compiled code in place
+    tables = [("no hog started", list(timed(calls, args.min_time).items()) + rows)]
+    if args.contended:
+        from graphc.bench.contention import Contention
+        plan = Contention()
+        with plan.hogs(deadline_s=60 + 10 * args.min_time * len(calls)):
+            time.sleep(0.3)                             # the hog is running, and seen
+            tables.append((plan.note, list(timed(calls, args.min_time).items()) + rows))
     # the steps must agree: one step from the same start, compared with numpy
     ref = init()
     loss_np = numpy_step(ref)(x, y)
@@ -113,12 +127,17 @@ def main():
         assert abs(loss_np - loss_gc) < 1e-4 and all(
             np.allclose(a, b.numpy(), atol=1e-5) for a, b in zip(ref, check)), \
             f"the {backend} backend's step disagrees with the numpy step"
+    from graphc.kernels import blas
     print(f"MLP train step {N_IN}-{N_HID}-{N_OUT}, batch {BATCH}, columns timed in "
-          f"interleaved rounds, {args.min_time:g} s each (median and fastest of ~5 ms batches):")
-    print(f"  {'':32s} {'median':>11s} {'fastest':>11s}")
-    for name, value in rows:
-        shown = f"{value[0]:8.3f} ms  {value[1]:8.3f} ms" if isinstance(value, tuple) else value
-        print(f"  {name:32s} {shown}")
+          f"interleaved rounds, {args.min_time:g} s each (median and fastest of ~5 ms batches); "
+          f"numpy BLAS threads {blas.blas_threads() or 'unknown'}, load average "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cpus:")
+    for title, rows in tables:
+        print(f"  {title:32s} {'median':>11s} {'fastest':>11s}")
+        for name, value in rows:
+            shown = (f"{value[0]:8.3f} ms  {value[1]:8.3f} ms" if isinstance(value, tuple)
+                     else value)
+            print(f"  {name:32s} {shown}")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ an operand.
 import ctypes
 import glob
 import os
+import threading
 
 import numpy as np
 
@@ -62,36 +63,83 @@ def _load():
             if len(fns) == 2:
                 _GEMM.update(fns)
                 _state["int"], _state["path"] = int_t, path
-                for name in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
-                             "openblas_get_num_threads"):
-                    threads = getattr(lib, name, None)
-                    if threads is not None:
-                        threads.restype, threads.argtypes = ctypes.c_int, []
-                        _state["blas_threads"] = threads
-                        break
+                _bind_threads(lib)
                 return
+
+
+def _bind_threads(lib):
+    for key, names, restype, argtypes in (
+            ("blas_threads", ("scipy_openblas_get_num_threads64_",
+                              "openblas_get_num_threads64_", "openblas_get_num_threads"),
+             ctypes.c_int, []),
+            ("set_threads", ("scipy_openblas_set_num_threads64_",
+                             "openblas_set_num_threads64_", "openblas_set_num_threads"),
+             None, [ctypes.c_int])):
+        for name in names:
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.restype, fn.argtypes = restype, argtypes
+                _state[key] = fn
+                break
 
 
 def set_blas_threads(n):
     """Set numpy's OpenBLAS thread count (what OPENBLAS_NUM_THREADS sets at start-up);
     False where the library has no such entry point."""
-    if not available():
+    fn = _state.get("set_threads") if available() else None
+    if fn is None:
         return False
-    lib = ctypes.CDLL(_state["path"])
-    for name in ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_",
-                 "openblas_set_num_threads"):
-        fn = getattr(lib, name, None)
-        if fn is not None:
-            fn.restype, fn.argtypes = None, [ctypes.c_int]
-            fn(int(n))
-            return True
-    return False
+    fn(int(n))
+    return True
 
 
 def blas_threads():
-    """How many threads numpy's BLAS uses per call (0: unknown)."""
+    """How many threads numpy's BLAS uses per call now (0: unknown)."""
     fn = _state.get("blas_threads") if available() else None
     return int(fn()) if fn is not None else 0
+
+
+class _Fewer:
+    """numpy's BLAS on fewer threads while a graphc call that asked for it runs.
+
+    OpenBLAS's count is one number for the whole process (the thread-local setter of this
+    build sets it too), so calls from several threads nest: the first in lowers it, the
+    last out puts back the count it found. Lowering only changes which threads do the work
+    of a call (never its result); a numpy call of the user's own thread that starts inside
+    such a window runs on fewer threads too, and a count the user sets meanwhile is
+    replaced by the one found on the way in."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.depth = 0
+        self.saved = 0            # the count found by the first call in
+
+    def enter(self, n):
+        with self.lock:
+            if self.depth == 0:
+                self.saved = blas_threads()
+                if 0 < n < self.saved:
+                    set_blas_threads(n)
+            self.depth += 1
+
+    def leave(self):
+        with self.lock:
+            self.depth -= 1
+            if self.depth == 0 and self.saved and blas_threads() != self.saved:
+                set_blas_threads(self.saved)
+
+
+FEWER = _Fewer()
+
+
+def user_threads():
+    """numpy's BLAS count as the user has it (not the one lowered for a graphc call)."""
+    return FEWER.saved if FEWER.depth else blas_threads()
+
+
+def can_lower():
+    """Can graphc run a call of numpy's BLAS on fewer threads than the user's count?"""
+    return available() and "set_threads" in _state and "blas_threads" in _state
 
 
 def available():
@@ -134,20 +182,32 @@ def gemm_update(var, a, b, scale, sign, transpose_a, transpose_b):
 
 
 def gemm(ta_la_lda, tb_lb_ldb, m, n, k, alpha, beta, c):
-    """C = alpha*op(A)@op(B) + beta*C on a C-ordered c, split across graphc's threads when
-    numpy's BLAS runs single-threaded and the product is big (`blas_split`)."""
-    from . import blas_split
+    """C = alpha*op(A)@op(B) + beta*C on a C-ordered c. A big product runs the way its
+    recent timings say is fastest now: as numpy's BLAS is set, on fewer BLAS threads, or
+    split across numba's threads (`blas_choice`)."""
     ta, a, lda = ta_la_lda
     tb, b, ldb = tb_lb_ldb
-    if blas_split.run(c.dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c):
-        return
-    _GEMM[c.dtype](_ROW_MAJOR, ta, tb, m, n, k, alpha, a.ctypes.data, lda, b.ctypes.data, ldb,
-                   beta, c.ctypes.data, max(1, n))
+    dt = c.dtype
+    choice, way = blas_choice.choose(dt, ta, tb, m, n, k)
+    t0 = blas_choice.clock()
+    if way == "plain":
+        call_gemm(dt, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c)
+    else:
+        blas_choice.run_way(choice, way, dt, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c)
+    if choice is not None:
+        choice.record(way, blas_choice.clock() - t0)
+
+
+def call_gemm(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c):
+    """One cblas gemm call on the BLAS's threads as they are set now."""
+    _GEMM[dtype](_ROW_MAJOR, ta, tb, m, n, k, alpha, a.ctypes.data, lda, b.ctypes.data, ldb,
+                 beta, c.ctypes.data, max(1, n))
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False):
-    """np.matmul through `gemm` for 2-D float32/float64 operands of one dtype (so a big
-    product can be split across threads); anything else goes to the numpy rule."""
+    """The numpy rule for matmul, except that a big 2-D float32/float64 product of one
+    dtype runs the way its recent timings say is fastest (`gemm`): the plain way is the
+    numpy rule itself (np.matmul, no ctypes call)."""
     dt = a.dtype
     if a.ndim != 2 or b.ndim != 2 or b.dtype != dt or dt not in _GEMM:
         return _MATMUL(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
@@ -155,28 +215,44 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
     lb = b.T if transpose_b else b
     m, k = la.shape
     n = lb.shape[1]
-    from . import blas_split
-    if lb.shape[0] != k or not blas_split.applies(dt, m, n, k):
+    if lb.shape[0] != k:
         return _MATMUL(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
-    c = np.empty((m, n), dt)
-    gemm(_operand(la), _operand(lb), m, n, k, 1.0, 0.0, c)
+    choice, way = blas_choice.choose(dt, _TRANS if transpose_a else _NO_TRANS,
+                                     _TRANS if transpose_b else _NO_TRANS, m, n, k)
+    if choice is None:
+        return _MATMUL(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
+    t0 = blas_choice.clock()
+    if way == "plain":
+        c = _MATMUL(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
+    else:
+        c = np.empty((m, n), dt)
+        (ta, a2, lda), (tb, b2, ldb) = _operand(la), _operand(lb)
+        blas_choice.run_way(choice, way, dt, ta, tb, m, n, k, 1.0, a2, lda, b2, ldb, 0.0, c)
+    choice.record(way, blas_choice.clock() - t0)
     return c
 
 
 def may_split(op):
-    """Could this matmul op be big enough to split? (Static shapes decide at plan time, so
-    small products keep the plain numpy rule with no per-call checks.)"""
-    from .blas_split import SPLIT_MIN
+    """Could this matmul op be big enough for a measured choice of threads? (Static shapes
+    decide at plan time, so small products keep the plain numpy rule with no per-call
+    checks.)"""
+    from .blas_choice import CHOICE_MIN
     if not available() or any(len(v.type.shape) != 2 for v in op.inputs):
         return False
     (m, n), a = op.outputs[0].type.shape, op.inputs[0].type.shape
     k = a[0] if op.attrs["transpose_a"] else a[1]
-    return None in (m, n, k) or m * n * k >= SPLIT_MIN
+    return None in (m, n, k) or m * n * k >= CHOICE_MIN
 
 
 def _MATMUL(a, b, **attrs):
-    from ..runtime.registry import REGISTRY
-    return REGISTRY["matmul"].numpy(a, b, **attrs)
+    rule = _RULE.get("matmul")
+    if rule is None:
+        from ..runtime.registry import REGISTRY
+        rule = _RULE["matmul"] = REGISTRY["matmul"].numpy
+    return rule(a, b, **attrs)
+
+
+_RULE = {}     # the numpy rule, looked up once (an import per call costs ~1 us)
 
 
 def find_updates(graph):
@@ -238,3 +314,6 @@ def update_step(assign, mm, mul):
         return assign_np(var, delta)
     ins = [assign.inputs[0], *mm.inputs] + ([scale_v] if scale_v is not None else [])
     return run, ins
+
+
+from . import blas_choice  # noqa: E402 - it imports this module; used at call time only

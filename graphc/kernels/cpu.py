@@ -277,6 +277,8 @@ def describe(graph):
         scaled = f" and multiply '{mul.name}'" if mul is not None else ""
         lines.append(f"  {assign.type} '{assign.name}': fused with matmul '{mm.name}'{scaled} "
                      "into one in-place BLAS gemm call (C = alpha*A@B + C)")
+    from . import blas_choice
+    lines.extend(f"  big product (this process) {line}" for line in blas_choice.summary())
     lines.append(f"  kernel cache {cache.cache_dir()}: {cache.STATS['hits']} hits, "
                  f"{cache.STATS['misses']} misses, {cache.STATS['rebuilt']} rebuilt")
     return "\n".join(lines)

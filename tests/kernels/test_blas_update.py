@@ -88,64 +88,129 @@ def test_gemm_declines_operands_it_cannot_take():
     np.testing.assert_array_equal(w.numpy(), -8.0)
 
 
-# -- big products split across threads -----------------------------------------------------
+# -- big products: plain, on fewer BLAS threads, or split across numba's threads ----------
 @pytest.fixture
-def split_everything(monkeypatch):
-    """Split even small products, as if numpy's BLAS ran one thread on a 2-thread numba."""
-    from graphc.kernels import blas_split
-    monkeypatch.setattr(blas_split, "SPLIT_MIN", 1)
-    monkeypatch.setattr(blas, "blas_threads", lambda: 1)
-    monkeypatch.setattr(blas_split, "pool_threads", lambda: 2)      # two numba threads
+def every_way(monkeypatch):
+    """Every product gets a measured choice, as if numba had two threads; `force(way)` makes
+    that way the only one."""
+    from graphc.kernels import blas_choice, blas_split
+    monkeypatch.setattr(blas_choice, "CHOICE_MIN", 1)
+    monkeypatch.setattr(blas_choice, "pool_threads", lambda: 2)     # two numba threads
     monkeypatch.setattr(blas_split, "enter", lambda threads: None)  # numba's own count
-    monkeypatch.setattr(blas_split, "_CHOICES", {})
-    return blas_split
+    monkeypatch.setattr(blas_choice, "_CHOICES", {})
+    real = blas_choice.ways_for
+
+    def force(way):
+        monkeypatch.setattr(blas_choice, "ways_for",
+                            lambda *a: [w for w in real(*a) if w == way])
+    blas_choice.force = force
+    return blas_choice
 
 
+def _ways(dtype, m, n):
+    from graphc.kernels import blas_choice
+    return blas_choice.ways_for(dtype, m, n, max(2, blas.blas_threads()), 2)
+
+
+@pytest.mark.parametrize("way", ["plain", "fewer", "split"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
 @pytest.mark.parametrize("m,n", [(9, 4), (4, 9)])           # split by rows, by columns
-def test_split_products_agree_with_numpy(split_everything, dtype, ta, tb, m, n):
+def test_every_way_agrees_with_numpy(every_way, way, dtype, ta, tb, m, n):
+    if way not in _ways(dtype, m, n):
+        pytest.skip(f"{way} is not available with this BLAS")
+    every_way.force(way)
     rng = np.random.default_rng(m * 10 + n)
     a = rng.standard_normal((m, 5)).astype(dtype)
     b = rng.standard_normal((5, n)).astype(dtype)
     A, B = (a.T.copy() if ta else a), (b.T.copy() if tb else b)
-    for _ in range(5):                            # split twice, single twice, then the faster
+    before = blas.blas_threads()
+    for _ in range(every_way.BATCH + 1):                    # a first run, then one batch
         got = blas.matmul(A, B, transpose_a=ta, transpose_b=tb)
         assert got.dtype == dtype and got.shape == (m, n)
         np.testing.assert_allclose(got, a @ b, rtol=1e-5 if dtype == np.float32 else 1e-12)
-    choice = next(iter(split_everything._CHOICES.values()))
-    assert None not in choice.avg                           # both variants were timed
+    assert blas.blas_threads() == before                    # the user's count is back
+    (choice,) = every_way._CHOICES.values()
+    assert choice.ways == (way,) and choice.means[way]      # it ran, and was timed
 
 
-def test_split_fused_update_in_a_compiled_step(split_everything):
+def test_fewer_runs_the_call_on_fewer_blas_threads(every_way, monkeypatch):
+    if not blas.can_lower():
+        pytest.skip("this BLAS cannot set its thread count")
+    every_way.force("fewer")
+    monkeypatch.setattr(every_way.cores, "free_cores", lambda: 1)
+    seen, real_call = [], blas.call_gemm
+
+    def call(*args):
+        seen.append(blas.blas_threads())
+        return real_call(*args)
+    monkeypatch.setattr(blas, "call_gemm", call)
+    user = blas.blas_threads()
+    blas.set_blas_threads(2)
+    try:
+        a = np.ones((8, 6), np.float32)
+        np.testing.assert_array_equal(blas.matmul(a, a, transpose_b=True), a @ a.T)
+        assert seen == [1] and blas.blas_threads() == 2
+    finally:
+        blas.set_blas_threads(user)
+
+
+def test_fewer_threads_nest_across_callers(monkeypatch):
+    """Calls from two threads overlapping: the first in lowers the count, the last out
+    puts back the one it found (a fake BLAS records every set)."""
+    count, sets = [4], []
+    monkeypatch.setitem(blas._state, "blas_threads", lambda: count[0])
+    monkeypatch.setitem(blas._state, "set_threads", lambda n: (sets.append(n),
+                                                                count.__setitem__(0, n)))
+    fewer = blas._Fewer()
+    monkeypatch.setattr(blas, "FEWER", fewer)
+    fewer.enter(1)
+    assert count == [1] and blas.user_threads() == 4
+    fewer.enter(3)                          # a second caller: the count stays lowered
+    fewer.leave()
+    assert count == [1]
+    fewer.leave()
+    assert count == [4] and sets == [1, 4] and blas.user_threads() == 4
+    fewer.enter(8)                          # more than the user's count: left alone
+    fewer.leave()
+    assert sets == [1, 4]
+
+
+def test_split_fused_update_in_a_compiled_step(every_way):
+    if "split" not in _ways(np.float32, 160, 120):
+        pytest.skip("this BLAS has no ILP64 gemm to split with")
+    every_way.force("split")
     got, graph = _run("numba", BODIES["sub_scaled_transpose_a"], np.float32, steps=4)
     want, _ = _run("numpy", BODIES["sub_scaled_transpose_a"], np.float32, steps=4)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
-    assert split_everything._CHOICES
+    assert [c.ways for c in every_way._CHOICES.values()] == [("split",)]
 
 
-def test_split_choice_follows_the_faster_average(split_everything):
-    c = split_everything._Choice()
-    assert c.pick() is True                                 # first: split
-    c.record(True, 50.0)                                    # (compiling: not counted)
-    assert c.pick() is True
-    c.record(True, 2.0)
-    assert c.pick() is False                                # then the single call
-    c.record(False, 9.0)
-    assert c.pick() is False
-    c.record(False, 1.0)
-    assert c.split is False and c.avg == [1.0, 2.0]
-    picks = [c.pick() for _ in range(split_everything.PROBE_EVERY * 2)]
-    assert picks.count(True) == 2                           # probes the other side now and then
+def test_fewer_from_several_threads_agrees_and_puts_the_count_back(every_way):
+    """Overlapping calls on fewer BLAS threads from four threads: every product is right and
+    numpy's BLAS count is the user's again once they are all out."""
+    import threading
+    if not blas.can_lower():
+        pytest.skip("this BLAS cannot set its thread count")
+    every_way.force("fewer")
+    user = blas.blas_threads()
+    blas.set_blas_threads(2)
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((300, 300)).astype(np.float32)    # ~1 ms: calls overlap
+    b = rng.standard_normal((300, 300)).astype(np.float32)
+    want, bad = a @ b, []
 
-
-def test_split_choice_is_not_flipped_by_an_outlier(split_everything):
-    c = split_everything._Choice()
-    for split in (True, False):
-        c.record(split, 99.0)                               # first runs: not samples
-    for t in (1.0, 1.1, 0.9, 1.0):
-        c.record(True, t)
-    for t in (2.0, 2.1, 1.9):
-        c.record(False, t)
-    c.record(True, 100.0)                                   # one call on a busy machine
-    assert c.split is True and c.avg == [2.0, 1.0]
+    def work():
+        for _ in range(30):
+            got = blas.matmul(a, b)
+            if not np.allclose(got, want, rtol=1e-5, atol=1e-5):
+                bad.append(got)
+    try:
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not bad and blas.blas_threads() == 2 and blas.FEWER.depth == 0
+    finally:
+        blas.set_blas_threads(user)
