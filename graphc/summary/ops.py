@@ -134,6 +134,8 @@ def histogram(name, data, step=None, buckets=None, description=None):
 
 def image(name, data, step=None, max_outputs=3, description=None):
     """Log up to `max_outputs` images of `data` [N, H, W, C]: uint8, or floats in [0, 1]."""
+    if isinstance(data, np.ndarray) and data.dtype == np.uint8:
+        data = data.astype(np.float32) / np.float32(255.0)     # exact back to 0..255
     return _emit("image", data, step, tag=str(name), max_outputs=int(max_outputs),
                  description=description or "")
 
