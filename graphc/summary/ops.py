@@ -14,7 +14,7 @@ from ..runtime.dispatch import bind, convert_to_tensor
 from ..runtime.registry import register, IO
 from ..runtime.tensor import Tensor
 from . import encode
-from .writer import default_writer, get_step
+from .writer import ACTIVE, default_writer, get_step
 
 
 def _check_step(op, types):
@@ -65,24 +65,32 @@ def _writing(values, name, n_data=1):
 
 
 def _scalar_impl(*values, tag, description):
+    if not ACTIVE[0]:
+        return
     ws = _writing(values, "scalar")
     if ws is not None:
         ws[0].add_summary(encode.scalar(tag, values[0], description), ws[1])
 
 
 def _histogram_impl(*values, tag, buckets, description):
+    if not ACTIVE[0]:
+        return
     ws = _writing(values, "histogram")
     if ws is not None:
         ws[0].add_summary(encode.histogram(tag, values[0], buckets, description), ws[1])
 
 
 def _image_impl(*values, tag, max_outputs, description):
+    if not ACTIVE[0]:
+        return
     ws = _writing(values, "image")
     if ws is not None:
         ws[0].add_summary(encode.image(tag, values[0], max_outputs, description), ws[1])
 
 
 def _text_impl(*values, tag, text, description):
+    if not ACTIVE[0]:
+        return
     ws = _writing(values, "text", 0)
     if ws is not None:
         ws[0].add_summary(encode.text(tag, text, description), ws[1])
@@ -95,15 +103,11 @@ for _name, _infer, _impl in (("scalar", _infer_scalar, _scalar_impl),
     register("summary_" + _name, _infer, _impl, kind=IO, effectful=True, nondiff=True)
 
 
-def _tracing():
-    return bool(context._tls.stack)
-
-
 def _emit(kind, data, step, **attrs):
     """Eagerly: write now (False, doing nothing, when no writer is default). Tracing: add
     the op (its step is read where the summary stands in the program) and return None."""
-    tracing = _tracing()
-    if not tracing and default_writer() is None:
+    tracing = bool(context._tls.stack)
+    if not tracing and (not ACTIVE[0] or default_writer() is None):
         return False
     if step is None:
         step = get_step()

@@ -11,6 +11,24 @@ import time
 
 _tls = threading.local()         # .stack: this thread's default writers (innermost last)
 _step = {"value": None}          # gc.summary.experimental-style default step (process-wide)
+# How many threads have a default writer right now: a summary op checks this one int
+# first, so with no writer anywhere it returns before touching thread-local state.
+ACTIVE = [0]
+_active_lock = threading.Lock()
+
+
+def _enter(stack, writer):
+    with _active_lock:
+        if not stack:
+            ACTIVE[0] += 1
+        stack.append(writer)
+
+
+def _leave(stack):
+    with _active_lock:
+        stack.pop()
+        if not stack:
+            ACTIVE[0] -= 1
 
 
 def _tensorboard():
@@ -40,14 +58,14 @@ class SummaryWriter:
         """Make this the calling thread's default writer inside the block (like TF, other
         threads keep theirs). `step` sets the default step for the block."""
         stack = _stack()
-        stack.append(self)
+        _enter(stack, self)
         old = _step["value"]
         if step is not None:
             _step["value"] = step
         try:
             yield self
         finally:
-            stack.pop()
+            _leave(stack)
             if step is not None:
                 _step["value"] = old
             self.flush()
@@ -55,7 +73,10 @@ class SummaryWriter:
     def set_as_default(self):
         """Make this the calling thread's default writer until another is set."""
         stack = _stack()
-        stack[:] = [self]
+        with _active_lock:
+            if not stack:
+                ACTIVE[0] += 1
+            stack[:] = [self]
 
     def add_event(self, **fields):
         event = self._event_pb2.Event(wall_time=time.time(), **fields)
@@ -100,6 +121,8 @@ def create_file_writer(logdir, max_queue=None, flush_millis=None, filename_suffi
 
 def default_writer():
     """The calling thread's default writer, or None."""
+    if not ACTIVE[0]:
+        return None
     s = getattr(_tls, "stack", None)
     return s[-1] if s else None
 
