@@ -15,15 +15,17 @@ _DTYPES = {"float32": 1, "float64": 2, "int32": 3, "int64": 9, "bool": 10}
 
 
 def merged_graph_def(graphs):
-    """One GraphDef of [(graph, backend name)], each graph a top-level scope (its name;
-    `name_1`, ... when several traces share one)."""
+    """One GraphDef of [(graph, backend name)]: a single graph at the top level (so the
+    Graphs tab opens on its ops and groups), several each in a top-level scope (its name;
+    `name_1`, ... when traces share one)."""
     from tensorboard.compat.proto import graph_pb2, versions_pb2
     gd = graph_pb2.GraphDef(versions=versions_pb2.VersionDef(producer=1))
     seen = {}
     for graph, backend in graphs:
         n = seen.get(graph.name, 0)
         seen[graph.name] = n + 1
-        _add_graph(gd, *_shown(graph, backend), graph.name + (f"_{n}" if n else "") + "/", {})
+        prefix = graph.name + (f"_{n}" if n else "") + "/" if len(graphs) > 1 else ""
+        _add_graph(gd, *_shown(graph, backend), prefix, {})
     return gd
 
 

@@ -101,7 +101,7 @@ def chrome_trace(recorder, path):
         json.dump({"traceEvents": events, "displayTimeUnit": "ns"}, f)
 
 
-def run_metadata(recorder):
+def run_metadata(recorder, strip=""):
     """A RunMetadata whose step stats time each node: the Graphs tab colours and lists
     nodes by compute time from it (a fused kernel's time is on its group's last op)."""
     from tensorboard.compat.proto import config_pb2, step_stats_pb2
@@ -109,7 +109,8 @@ def run_metadata(recorder):
     dev = stats.dev_stats.add(device="/job:localhost/replica:0/task:0/device:CPU:0")
     for name, cat, t0, d, tid, a in recorder.events:
         us = max(d // 1000, 1)
-        dev.node_stats.add(node_name=a["node"], all_start_micros=t0 // 1000,
+        node = a["node"][len(strip):] if strip and a["node"].startswith(strip) else a["node"]
+        dev.node_stats.add(node_name=node, all_start_micros=t0 // 1000,
                            op_start_rel_micros=0, op_end_rel_micros=us,
                            all_end_rel_micros=us, thread_id=tid & 0x7FFFFFFF,
                            timeline_label=f"{name} = {cat}")

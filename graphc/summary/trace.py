@@ -8,6 +8,7 @@ process-wide, as in TF; the recorded calls may come from any thread.
 import os
 import socket
 import threading
+import weakref
 
 from ..runtime import concrete, context, function
 from ..runtime.concrete import ConcreteFunction
@@ -16,7 +17,8 @@ from . import profiler
 from .writer import default_writer
 
 _lock = threading.Lock()
-_state = {"on": False, "graph": False, "profiler": False, "graphs": [], "recorder": None}
+_state = {"on": False, "graph": False, "profiler": False, "graphs": [], "traced": [],
+          "recorder": None}
 _ORIG = {"init": ConcreteFunction.__init__, "call": Function.__call__}
 
 
@@ -27,7 +29,7 @@ def trace_on(graph=True, profiler=False):  # noqa: F811 - the argument shadows t
         if _state["on"]:
             raise ValueError("gc.summary.trace_on: a trace is already on; call "
                              "trace_export(name) or trace_off() first")
-        _state.update(on=True, graph=bool(graph), profiler=bool(profiler), graphs=[],
+        _state.update(on=True, graph=bool(graph), profiler=bool(profiler), graphs=[], traced=[],
                       recorder=_profiler().Recorder() if profiler else None)
         ConcreteFunction.__init__ = _recording_init
         Function.__call__ = _recording_call
@@ -43,7 +45,11 @@ def _stop():
     ConcreteFunction.__init__ = _ORIG["init"]
     Function.__call__ = _ORIG["call"]
     state = dict(_state)
-    _state.update(on=False, graphs=[], recorder=None)
+    _state.update(on=False, graphs=[], traced=[], recorder=None)
+    for ref in state["traced"]:     # traces still alive (not a discarded first trace)
+        cf = ref()
+        if cf is not None and all(g is not cf.graph for g, _ in state["graphs"]):
+            state["graphs"].append((cf.graph, cf._backend.name))
     return state
 
 
@@ -75,7 +81,9 @@ def trace_export(name, step=0, profiler_outdir=None):
     rec = state["recorder"]
     if rec is not None:
         from tensorboard.compat.proto import event_pb2
-        meta = profiler.run_metadata(rec).SerializeToString()
+        graphs = state["graphs"]
+        strip = graphs[0][0].name + "/" if len(graphs) == 1 else ""   # as merged_graph_def
+        meta = profiler.run_metadata(rec, strip).SerializeToString()
         writer.add_event(step=step, tagged_run_metadata=event_pb2.TaggedRunMetadata(
             tag=str(name), run_metadata=meta))
         host = socket.gethostname() or "localhost"
@@ -96,7 +104,9 @@ def _note_graph(cf):
 
 def _recording_init(self, *args, **kwargs):
     _ORIG["init"](self, *args, **kwargs)
-    _note_graph(self)
+    with _lock:
+        if _state["on"] and _state["graph"]:
+            _state["traced"].append(weakref.ref(self))
 
 
 def _recording_call(self, *args, **kwargs):
