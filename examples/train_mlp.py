@@ -103,8 +103,9 @@ def train(epochs=8, batch=100, backend="auto", out=sys.stdout, checkpoint_dir=No
         losses = []
         for s in range(steps):
             with writer.as_default() if writer else contextlib.nullcontext():
-                tracing = writer is not None and epoch == int(epoch_done) + 1 and s == 0
-                if tracing:     # the graph and a per-op profile of the first step
+                # the graph and a per-op profile of the second step (the first compiles)
+                tracing = writer is not None and epoch == int(epoch_done) + 1 and s == 1
+                if tracing:
                     gc.summary.trace_on(graph=True, profiler=True)
                 losses.append(float(train_step(x[s * batch:(s + 1) * batch],
                                                y[s * batch:(s + 1) * batch])))
