@@ -71,7 +71,8 @@ class SummaryWriter:
             self.flush()
 
     def set_as_default(self):
-        """Make this the calling thread's default writer until another is set."""
+        """Make this the calling thread's default writer until another is set or this one
+        is closed (in this thread)."""
         stack = _stack()
         with _active_lock:
             if not stack:
@@ -95,6 +96,9 @@ class SummaryWriter:
                 self._writer.flush()
 
     def close(self):
+        stack = getattr(_tls, "stack", None)
+        if stack == [self]:             # set_as_default in this thread: no default after
+            _leave(stack)
         with self._lock:
             if not self._closed:
                 self._writer.close()

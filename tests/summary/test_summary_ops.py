@@ -222,3 +222,14 @@ def test_summary_ops_kept_by_passes():
 
     g = optimize(f.get_concrete_function(gc.TensorSpec([3], gc.float32)).graph)
     assert [op.type for op in g.operations].count("summary_scalar") == 1
+
+
+def test_set_as_default_until_closed(tmp_path):
+    w = gc.summary.create_file_writer(tmp_path)
+    w.set_as_default()
+    assert gc.summary.scalar("a", 1.0, step=3) is True
+    gc.summary.flush()
+    assert scalars(load(tmp_path), "a") == [(3, 1.0)]      # flushed: readable while open
+    w.close()
+    assert gc.summary.scalar("a", 2.0, step=4) is False    # closed: no default any more
+    assert scalars(load(tmp_path), "a") == [(3, 1.0)]
