@@ -13,7 +13,7 @@ import weakref
 from ..runtime import concrete, context, function
 from ..runtime.concrete import ConcreteFunction
 from ..runtime.function import Function
-from . import profiler
+from . import profiler as profiling
 from .writer import default_writer
 
 _lock = threading.Lock()
@@ -22,7 +22,7 @@ _state = {"on": False, "graph": False, "profiler": False, "graphs": [], "traced"
 _ORIG = {"init": ConcreteFunction.__init__, "call": Function.__call__}
 
 
-def trace_on(graph=True, profiler=False):  # noqa: F811 - the argument shadows the module
+def trace_on(graph=True, profiler=False):
     """Start recording the graphs traced or called from now on (graph=True) and the wall
     time of every op / fused kernel of the calls (profiler=True) until trace_export."""
     with _lock:
@@ -30,7 +30,7 @@ def trace_on(graph=True, profiler=False):  # noqa: F811 - the argument shadows t
             raise ValueError("gc.summary.trace_on: a trace is already on; call "
                              "trace_export(name) or trace_off() first")
         _state.update(on=True, graph=bool(graph), profiler=bool(profiler), graphs=[], traced=[],
-                      recorder=_profiler().Recorder() if profiler else None)
+                      recorder=profiling.Recorder() if profiler else None)
         ConcreteFunction.__init__ = _recording_init
         Function.__call__ = _recording_call
 
@@ -53,13 +53,9 @@ def _stop():
     return state
 
 
-def _profiler():
-    return profiler
-
-
 def trace_export(name, step=0, profiler_outdir=None):
     """Write what was recorded since trace_on to the default writer and stop tracing: the
-    graphs as one GraphDef (each function a top-level scope), with profiler=True also the
+    graphs as one GraphDef (several: one top-level scope each), with profiler=True also the
     per-op times as run metadata tagged `name` (Graphs tab: "Compute time") and as Chrome
     trace-event JSON in `<logdir>/plugins/profile/<name>_<step>/<host>.trace.json`. Returns
     that JSON file's path (None without profiler)."""
@@ -83,14 +79,14 @@ def trace_export(name, step=0, profiler_outdir=None):
         from tensorboard.compat.proto import event_pb2
         graphs = state["graphs"]
         strip = graphs[0][0].name + "/" if len(graphs) == 1 else ""   # as merged_graph_def
-        meta = profiler.run_metadata(rec, strip).SerializeToString()
+        meta = profiling.run_metadata(rec, strip).SerializeToString()
         writer.add_event(step=step, tagged_run_metadata=event_pb2.TaggedRunMetadata(
             tag=str(name), run_metadata=meta))
         host = socket.gethostname() or "localhost"
         path = os.path.join(profiler_outdir or os.path.join(writer.logdir, "plugins", "profile",
                                                             f"{name}_{step}"),
                             f"{host}.trace.json")
-        profiler.chrome_trace(rec, path)
+        profiling.chrome_trace(rec, path)
     writer.flush()
     return path
 
@@ -132,6 +128,6 @@ def _recording_call(self, *args, **kwargs):
         return cf._call_leaves(leaves)
     scope = cf.graph.name + "/"
     run = concrete._holding_variable_locks(
-        lambda a: profiler.timed_run(cf.graph, cf._backend.name, a, rec, scope), cf.graph)
+        lambda a: profiling.timed_run(cf.graph, cf._backend.name, a, rec, scope), cf.graph)
     outs = run(leaves + cf._captures)
     return concrete._unflatten(cf._structure, outs)
