@@ -183,7 +183,8 @@ def test_errors(tmp_path):
         def bad(x):
             gc.summary.scalar("s", gc.reduce_sum(x), step=0)
             gc.summary.scalar("s", x, step=0)
-        with pytest.raises(ValueError, match=r"data must be a scalar.*while tracing .*test_summary"):
+        with pytest.raises(ValueError,
+                           match=r"data must be a scalar.*while tracing .*test_summary"):
             bad(np.zeros(2, np.float32))
     w.close()
     with pytest.raises(ValueError, match="is closed"):
