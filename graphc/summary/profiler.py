@@ -14,6 +14,9 @@ import time
 from ..runtime.registry import REGISTRY
 from ..runtime.run_errors import located
 
+# backends whose steps timed_run knows how to run (others, e.g. a GPU backend, run untimed)
+PROFILED_BACKENDS = ("numpy", "numba")
+
 
 class Recorder:
     """Collected events: (name, category, start_ns, dur_ns, thread id, args)."""

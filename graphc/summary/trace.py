@@ -124,7 +124,7 @@ def _recording_call(self, *args, **kwargs):
     if cf is None:                  # trace (or find the generalized trace) as a call would
         cf = self._lookup_or_trace(key, values)
     _note_graph(cf)
-    if rec is None:
+    if rec is None or cf._backend.name not in profiling.PROFILED_BACKENDS:
         return cf._call_leaves(leaves)
     scope = cf.graph.name + "/"
     run = concrete._holding_variable_locks(
