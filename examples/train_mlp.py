@@ -3,10 +3,14 @@
 The data set is a deterministic 10-class Gaussian mixture made here (nothing downloaded).
 Each epoch ends with a checkpoint (gc.train.CheckpointManager, the newest 3 kept); run it
 again and it resumes from the latest one, continuing exactly where it stopped.
+With --logdir it writes TensorBoard logs: the loss of every step (a summary op inside the
+compiled step), accuracy and weight histograms per epoch, and the step's graph with a
+per-op profile of one step (`tensorboard --logdir DIR`).
 Run: `python examples/train_mlp.py [--epochs N] [--backend numpy|numba|auto]
-[--checkpoint-dir DIR | --no-checkpoints]`.
+[--checkpoint-dir DIR | --no-checkpoints] [--logdir DIR]`.
 """
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -56,9 +60,11 @@ class MLP(gc.Module):
         return x
 
 
-def train(epochs=8, batch=100, backend="auto", out=sys.stdout, checkpoint_dir=None):
+def train(epochs=8, batch=100, backend="auto", out=sys.stdout, checkpoint_dir=None,
+          logdir=None):
     """Train up to `epochs` epochs and return the final training accuracy. With a
-    `checkpoint_dir`, resume from its latest checkpoint and save one after each epoch."""
+    `checkpoint_dir`, resume from its latest checkpoint and save one after each epoch; with
+    a `logdir`, write TensorBoard summaries there."""
     x, y = make_data()
     model = MLP([x.shape[1], 64, 64, 10])
     optimizer = gc.optimizers.Adam(0.01)
@@ -80,6 +86,8 @@ def train(epochs=8, batch=100, backend="auto", out=sys.stdout, checkpoint_dir=No
             loss = gc.reduce_mean(gc.nn.sparse_softmax_cross_entropy_with_logits(yb, logits))
         grads = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        # a no-op without a default writer; the step is read after the update
+        gc.summary.scalar("loss", loss, step=optimizer.iterations)
         return loss
 
     @gc.function(backend=backend)
@@ -89,21 +97,36 @@ def train(epochs=8, batch=100, backend="auto", out=sys.stdout, checkpoint_dir=No
 
     steps = len(y) // batch
     acc = float(accuracy(x, y))
+    writer = gc.summary.create_file_writer(logdir) if logdir else None
     start = time.perf_counter()
     for epoch in range(int(epoch_done) + 1, epochs + 1):
         losses = []
         for s in range(steps):
-            losses.append(float(train_step(x[s * batch:(s + 1) * batch],
-                                           y[s * batch:(s + 1) * batch])))
+            with writer.as_default() if writer else contextlib.nullcontext():
+                # the graph and a per-op profile of the second step (the first compiles)
+                tracing = writer is not None and epoch == int(epoch_done) + 1 and s == 1
+                if tracing:
+                    gc.summary.trace_on(graph=True, profiler=True)
+                losses.append(float(train_step(x[s * batch:(s + 1) * batch],
+                                               y[s * batch:(s + 1) * batch])))
+                if tracing:
+                    gc.summary.trace_export("train_step", step=0)
             if s % 5 == 4 or s == steps - 1:
                 print(f"\repoch {epoch}/{epochs} [{'=' * (20 * (s + 1) // steps):<20}] "
                       f"loss {np.mean(losses):.4f}", end="", file=out, flush=True)
         acc = float(accuracy(x, y))
+        if writer is not None:
+            with writer.as_default():
+                gc.summary.scalar("accuracy", acc, step=epoch)
+                for v in model.trainable_variables:
+                    gc.summary.histogram(v.name, v, step=epoch)
         print(f"\repoch {epoch}/{epochs}  loss {np.mean(losses):.4f}  accuracy {acc:.3f}  "
               f"({time.perf_counter() - start:.1f}s)", file=out)
         epoch_done.assign(epoch)
         if manager is not None:
             manager.save(checkpoint_number=epoch)
+    if writer is not None:
+        writer.close()
     print(f"train_step traced {train_step.tracing_count} time(s); final training accuracy "
           f"{acc:.3f}", file=out)
     return acc
@@ -115,9 +138,11 @@ def main():
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--checkpoint-dir", default=os.path.join(".", "train_mlp_checkpoints"))
     parser.add_argument("--no-checkpoints", action="store_true")
+    parser.add_argument("--logdir", help="write TensorBoard logs here (needs graphc[tensorboard])")
     args = parser.parse_args()
     acc = train(args.epochs, backend=args.backend,
-                checkpoint_dir=None if args.no_checkpoints else args.checkpoint_dir)
+                checkpoint_dir=None if args.no_checkpoints else args.checkpoint_dir,
+                logdir=args.logdir)
     if acc < 0.95:
         sys.exit(f"accuracy {acc:.3f} is below 0.95")
 

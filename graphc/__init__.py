@@ -22,6 +22,7 @@ from .runtime import autodiff_control as _autodiff_control  # noqa: E402,F401  (
 from . import optimizers  # noqa: E402  (gc.optimizers.SGD, Adam)
 from . import train  # noqa: E402  (gc.train.Checkpoint, CheckpointManager, latest_checkpoint)
 from . import saved_model  # noqa: E402  (gc.saved_model.save, load)
+from . import summary  # noqa: E402  (gc.summary: TensorBoard; imports tensorboard lazily)
 print = _ops.PUBLIC["print"]  # noqa: A001  (gc.print is the graph print)
 
 __version__ = "0.1.0"

@@ -51,6 +51,10 @@ def add_parser(subparsers):
     p.add_argument("--dump", metavar="PASS",
                    help="also print the graph after pass PASS (or 'all') to stderr, like "
                         f"GRAPHC_DUMP; passes in order: {', '.join(PASS_NAMES)}")
+    p.add_argument("--logdir", metavar="DIR",
+                   help="also write the graph as TensorBoard graph data under DIR (as the "
+                        "numba backend runs it when available: fusion groups and compiled "
+                        "loops as scopes); view with `tensorboard --logdir DIR`")
     return p
 
 
@@ -73,7 +77,31 @@ def run(args):
     if report:
         print()
         print(report.rstrip("\n"))
+    if args.logdir:
+        write_logdir(graph, args.logdir)
     return 0
+
+
+def write_logdir(graph, logdir):
+    """The graph as TensorBoard graph data in an event file under `logdir`."""
+    try:
+        from ..summary import create_file_writer
+        from ..summary.graph_def import merged_graph_def
+        writer = create_file_writer(logdir)
+    except (ImportError, OSError) as e:
+        raise UsageError(f"--logdir {logdir}: {e}") from None
+    backend = "numba" if _has_numba() else "numpy"
+    writer.add_event(step=0, graph_def=merged_graph_def([(graph, backend)]).SerializeToString())
+    writer.close()
+    print(f"// TensorBoard graph written to {logdir} (tensorboard --logdir {logdir})")
+
+
+def _has_numba():
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def parse_spec(text):

@@ -64,6 +64,10 @@ def effects(x, v):
     gc.print("x is", x, output_stream=sys.stderr)
     gc.print("sum", gc.reduce_sum(x), sep="|", end="!\n")
     assert gc.reduce_all(gc.abs(x) < 100.0), "x too large"
+    gc.summary.scalar("sum", gc.reduce_sum(x), step=3, description="d")   # no writer: no-ops
+    gc.summary.histogram("x", x, step=gc.constant(np.int64(4)), buckets=7)
+    gc.summary.image("x", gc.reshape(x, [1, 2, 3, 1]), step=5, max_outputs=1)
+    gc.summary.text("t", "*md*", step=6)
     v.assign(x[0])
     v.assign_add(gc.ones([3]))
     v.assign_sub(x[1] * 0.5)

@@ -1,0 +1,154 @@
+"""scalar / histogram / image / text: eager calls and effectful graph ops.
+
+Inside a compiled function each summary is an op like gc.print: it runs on every call, in
+program order, and passes never remove or reorder it (registry `effectful`). The op holds
+only its tag and options; the writer is looked up when it runs, in the calling thread (as
+in TF), so a function traced, saved or loaded without a writer logs to whatever writer is
+default when it is called -- and with none it returns at once.
+"""
+import numpy as np
+
+from .. import dtypes as _dt
+from ..runtime import context
+from ..runtime.dispatch import bind, convert_to_tensor
+from ..runtime.registry import register, IO
+from ..runtime.tensor import Tensor
+from . import encode
+from .writer import ACTIVE, default_writer, get_step
+
+
+def _check_step(op, types):
+    if types and (len(types) > 1 or op == "text"):
+        t = types[-1]
+        if t.shape != () or not t.dtype.is_integer:
+            raise ValueError(f"gc.summary.{op}: step must be an integer scalar, got "
+                             f"{t.dtype.name}{list(t.shape)}")
+
+
+def _infer_scalar(types, *, tag, description):
+    _check_step("scalar", types)
+    t = types[0]
+    if t.shape != ():
+        raise ValueError(f"gc.summary.scalar({tag!r}): data must be a scalar, got "
+                         f"{t.dtype.name}{list(t.shape)}; reduce it first (e.g. gc.reduce_mean)")
+    return []
+
+
+def _infer_histogram(types, *, tag, buckets, description):
+    _check_step("histogram", types)
+    return []
+
+
+def _infer_image(types, *, tag, max_outputs, description):
+    _check_step("image", types)
+    t = types[0]
+    if len(t.shape) != 4 or t.shape[3] not in (1, 3, 4):
+        raise ValueError(f"gc.summary.image({tag!r}): data must be [N, H, W, C] with C = 1, "
+                         f"3 or 4, got {t.dtype.name}{list(t.shape)}")
+    return []
+
+
+def _infer_text(types, *, tag, text, description):
+    _check_step("text", types)
+    return []
+
+
+def _writing(values, name, n_data=1):
+    """(writer, step) for a summary op about to run, or None when nothing is written."""
+    w = default_writer()
+    if w is None:
+        return None
+    if len(values) <= n_data:
+        raise ValueError(f"gc.summary.{name}: no step; pass step= or call "
+                         "gc.summary.set_step(step) before tracing")
+    return w, int(values[-1])
+
+
+def _scalar_impl(*values, tag, description):
+    if not ACTIVE[0]:
+        return
+    ws = _writing(values, "scalar")
+    if ws is not None:
+        ws[0].add_summary(encode.scalar(tag, values[0], description), ws[1])
+
+
+def _histogram_impl(*values, tag, buckets, description):
+    if not ACTIVE[0]:
+        return
+    ws = _writing(values, "histogram")
+    if ws is not None:
+        ws[0].add_summary(encode.histogram(tag, values[0], buckets, description), ws[1])
+
+
+def _image_impl(*values, tag, max_outputs, description):
+    if not ACTIVE[0]:
+        return
+    ws = _writing(values, "image")
+    if ws is not None:
+        ws[0].add_summary(encode.image(tag, values[0], max_outputs, description), ws[1])
+
+
+def _text_impl(*values, tag, text, description):
+    if not ACTIVE[0]:
+        return
+    ws = _writing(values, "text", 0)
+    if ws is not None:
+        ws[0].add_summary(encode.text(tag, text, description), ws[1])
+
+
+for _name, _infer, _impl in (("scalar", _infer_scalar, _scalar_impl),
+                             ("histogram", _infer_histogram, _histogram_impl),
+                             ("image", _infer_image, _image_impl),
+                             ("text", _infer_text, _text_impl)):
+    register("summary_" + _name, _infer, _impl, kind=IO, effectful=True, nondiff=True)
+
+
+def _emit(kind, data, step, **attrs):
+    """Eagerly: write now (False, doing nothing, when no writer is default). Tracing: add
+    the op (its step is read where the summary stands in the program) and return None."""
+    tracing = bool(context._tls.stack)
+    if not tracing and (not ACTIVE[0] or default_writer() is None):
+        return False
+    if step is None:
+        step = get_step()
+    inputs = [] if data is None else [data if type(data) is Tensor else convert_to_tensor(data)]
+    if step is not None:
+        inputs.append(convert_to_tensor(step, _dt.int64) if isinstance(step, (int, np.integer))
+                      else step if type(step) is Tensor else convert_to_tensor(step))
+    elif not tracing or default_writer() is not None:
+        raise ValueError(f"gc.summary.{kind}({attrs['tag']!r}): no step; pass step= (an int, "
+                         "tensor or Variable) or call gc.summary.set_step(step) first")
+    bind("summary_" + kind, *inputs, **attrs)
+    return None if tracing else True
+
+
+def scalar(name, data, step=None, description=None):
+    """Log a scalar under tag `name` at `step` to the default writer."""
+    return _emit("scalar", data, step, tag=str(name), description=description or "")
+
+
+def histogram(name, data, step=None, buckets=None, description=None):
+    """Log the distribution of `data` (any shape) in `buckets` equal-width buckets (30)."""
+    b = encode.DEFAULT_BUCKETS if buckets is None else int(buckets)
+    if b < 1:
+        raise ValueError(f"gc.summary.histogram({name!r}): buckets must be >= 1, got {b}")
+    return _emit("histogram", data, step, tag=str(name), buckets=b,
+                 description=description or "")
+
+
+def image(name, data, step=None, max_outputs=3, description=None):
+    """Log up to `max_outputs` images of `data` [N, H, W, C]: uint8, or floats in [0, 1]."""
+    if isinstance(data, np.ndarray) and data.dtype == np.uint8:
+        data = data.astype(np.float32) / np.float32(255.0)     # exact back to 0..255
+    return _emit("image", data, step, tag=str(name), max_outputs=int(max_outputs),
+                 description=description or "")
+
+
+def text(name, data, step=None, description=None):
+    """Log the Python string `data` (Markdown, as TensorBoard's Text tab renders it)."""
+    if isinstance(data, Tensor) or not isinstance(data, (str, bytes)):
+        raise TypeError(f"gc.summary.text({name!r}): data must be a Python str (graphc "
+                        f"tensors hold numbers only), got {type(data).__name__}")
+    if isinstance(data, bytes):
+        data = data.decode()
+    return _emit("text", None, step, tag=str(name), text=data, description=description or "")
