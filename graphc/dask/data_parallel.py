@@ -53,9 +53,10 @@ class DataParallel:
         """One step on the whole batch (x, y), split along axis 0 into one shard per worker;
         returns the whole-batch loss before the update (a scalar tensor)."""
         x, y = _array(x, "x", self._name), _array(y, "y", self._name)
-        if x.shape[:1] != y.shape[:1] or x.ndim == 0:
+        if x.ndim == 0 or x.shape[:1] != y.shape[:1] or x.shape[0] == 0:
             raise ValueError(f"DataParallel.fit_batch({self._name}): x {list(x.shape)} and y "
-                             f"{list(y.shape)} must have the same batch size along axis 0")
+                             f"{list(y.shape)} must have the same non-zero batch size along "
+                             "axis 0")
         with self._lock:       # one step at a time: each reads the variables the last wrote
             data, digest, variables, cf = self._trace(x, y)
             values = [v.numpy() for v in variables]

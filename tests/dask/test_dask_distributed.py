@@ -24,7 +24,7 @@ TIMEOUT = 120
 @pytest.fixture(scope="module")
 def client():
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, death_timeout=TIMEOUT)
+                                       dashboard_address=":0", death_timeout=TIMEOUT)
     c = distributed.Client(cluster, timeout=TIMEOUT)
     try:
         c.wait_for_workers(2, timeout=TIMEOUT)
@@ -144,6 +144,24 @@ def test_data_parallel_equals_single_process(client, make_opt):
     x[0, 0] += 1.0                            # changed in place: sent again
     dp.fit_batch(x, y)
     assert dp._scattered[4] is not parts
+
+
+def test_data_parallel_bad_batches(client):
+    dp = gd.DataParallel(Regressor(), gc.optimizers.SGD(0.1), mse, client=client)
+    with pytest.raises(ValueError, match="same non-zero batch size"):
+        dp.fit_batch(_data((6, 4)), _data((5, 1)))
+    with pytest.raises(ValueError, match="same non-zero batch size"):
+        dp.fit_batch(_data((0, 4)), _data((0, 1)))
+    with pytest.raises(TypeError, match="not a graphc dtype"):
+        dp.fit_batch(np.array([["a"] * 4]), _data((1, 1)))
+    # one row on two workers: one shard (none empty), the same step as one process
+    model, opt = Regressor(), gc.optimizers.SGD(0.1)
+    dp = gd.DataParallel(model, opt, mse, client=client)
+    x, y = _data((1, 4), 4), _data((1, 1), 5)
+    got = float(dp.fit_batch(x, y).numpy())
+    want, want_vars = _single_process_steps(lambda: gc.optimizers.SGD(0.1), x, y, 1)
+    np.testing.assert_allclose(got, want[0], rtol=2e-5)
+    assert len(dp._scattered[4]) == 1
 
 
 def test_killed_worker_is_recovered(client):
