@@ -16,16 +16,23 @@ class BlockFunction:
     """The task callable: the payload's bytes and digest, never the user's function.
     Pickled (by dask) as this class's name plus those bytes and strings."""
 
-    def __init__(self, data, digest, backend, name, out_index):
+    def __init__(self, data, digest, backend, name, out_index, chunks):
         self.data, self.digest, self.backend = data, digest, backend
-        self.name, self.out_index = name, out_index
+        self.name, self.out_index, self.chunks = name, out_index, chunks
 
     def __call__(self, *blocks, block_id=None):
         try:
             fn = payload.load(self.data, self.digest, self.backend)
-            return fn.run([np.asarray(b) for b in blocks])[self.out_index]
+            out = fn.run([np.asarray(b) for b in blocks])[self.out_index]
         except Exception as e:  # noqa: BLE001 - re-raised as the same type, with the block
             raise _at_block(e, self.name, block_id) from e
+        want = tuple(c[i] for c, i in zip(self.chunks, block_id or ()))
+        if block_id is not None and out.shape != want:   # chunks= given wrong, say
+            raise GraphcError(f"graphc.dask.map_blocks({self.name}), block {tuple(block_id)}: "
+                              f"the function returned shape {list(out.shape)} where the "
+                              f"output's chunks say {list(want)}. Fix: pass the right "
+                              "chunks=, or leave it out to derive it from the trace")
+        return out
 
     def __dask_tokenize__(self):
         return ("graphc.dask.BlockFunction", self.digest, self.backend, self.out_index)
@@ -76,11 +83,21 @@ def map_blocks(fn, *arrays, backend="auto", drop_axis=None, new_axis=None, chunk
                         f"({', '.join(v.name for v in variables)}); pass their values as "
                         "arguments (blocks) or constants instead")
     dtype = out.type.dtype.np
-    runner = BlockFunction(data, digest, backend, fn._name, cf._structure.index)
+    chunks = _normalized(chunks, out.type.ndim, fn._name)
+    runner = BlockFunction(data, digest, backend, fn._name, cf._structure.index, chunks)
     return da.map_blocks(runner, *arrays, dtype=dtype, chunks=chunks,
                          drop_axis=sorted(drop) or None, new_axis=sorted(new) or None,
                          meta=np.empty((0,) * out.type.ndim, dtype),
                          name=name, token=f"graphc-{fn._name}")
+
+
+def _normalized(chunks, rank, name):
+    """User chunks as a tuple of tuples (one per output axis), checked for the rank."""
+    chunks = tuple(tuple(int(x) for x in (c if np.ndim(c) else (c,))) for c in chunks)
+    if len(chunks) != rank:
+        raise ValueError(f"graphc.dask.map_blocks({name}): chunks={chunks} has {len(chunks)} "
+                         f"axes but the function returns rank-{rank} blocks")
+    return chunks
 
 
 def _axes(a):

@@ -129,6 +129,25 @@ def test_dtypes_as_numpy(dtype, fn, ref):
     np.testing.assert_array_equal(r.compute(scheduler="threads"), expect)
 
 
+def test_wrong_chunks_given_are_an_error_not_a_wrong_array():
+    x = da.from_array(_data((8, 6)), chunks=(4, 3))
+    f = gc.function(lambda x: x[:, :2])
+    with pytest.raises(gc.errors.GraphcError, match=r"block \(\d, \d\).*shape \[4, 2\].*\[4, 3\]"):
+        gd.map_blocks(f, x, chunks=((4, 4), (3, 3))).compute(scheduler="sync")
+    with pytest.raises(ValueError, match="has 1 axes"):
+        gd.map_blocks(f, x, chunks=((4, 4),))
+    r = gd.map_blocks(f, x, chunks=((4, 4), (2, 2)))
+    np.testing.assert_array_equal(r.compute(scheduler="sync"),
+                                  np.concatenate([_data((8, 6))[:, :2], _data((8, 6))[:, 3:5]], 1))
+
+
+def test_transposed_and_broadcast_blocks():
+    x, y = _data((7, 5)), _data((1, 7), 2)
+    r = gd.map_blocks(chain, da.from_array(x, chunks=(3, 2)).T, da.from_array(y, chunks=(1, 2)))
+    np.testing.assert_allclose(r.compute(scheduler="sync"), chain_np(x.T, y), rtol=2e-6,
+                               atol=1e-6)
+
+
 def test_python_keywords_are_baked_into_the_trace():
     @gc.function
     def scale(x, factor):
@@ -179,7 +198,7 @@ def test_the_graph_holds_bytes_not_the_users_function():
     assert b"MARKER_ONLY_IN_PYTHON_SOURCE_93817" not in blob
     _, digest, _ = payload.dumps(marked.concrete_functions()[0])
     assert digest.encode() in blob and b"graphc.dask.blocks" in blob and b"BlockFunction" in blob
-    runner = gd.blocks.BlockFunction(b"bytes", digest, "auto", "marked", 0)
+    runner = gd.blocks.BlockFunction(b"bytes", digest, "auto", "marked", 0, ((3, 3), (3, 1)))
     assert pickle.loads(pickle.dumps(runner)).__dict__ == runner.__dict__
 
 
