@@ -19,6 +19,8 @@ from ..runtime.signature import TensorSpec
 from .. import dtypes as _dt
 from . import payload
 
+SCATTER_TIMEOUT = 120     # seconds; a worker that died since it was listed: the one retry relists
+
 
 def shard_outputs(data, digest, backend, values, x, y):
     """Worker side: the gradient graph's flat outputs on one shard (module level, so a task
@@ -92,7 +94,8 @@ class DataParallel:
         parts = []
         bounds = np.linspace(0, x.shape[0], min(len(workers), x.shape[0]) + 1).astype(int)
         for w, lo, hi in zip(workers, bounds[:-1], bounds[1:]):
-            fx, fy = self.client.scatter([x[lo:hi], y[lo:hi]], workers=[w], hash=False)
+            fx, fy = self.client.scatter([x[lo:hi], y[lo:hi]], workers=[w], hash=False,
+                                         timeout=SCATTER_TIMEOUT)
             parts.append((w, int(hi - lo), fx, fy))
         self._scattered = (x, y, sums, workers, parts)
         return parts
