@@ -7,7 +7,7 @@ reduction over axis 0 walks each column with a stride of a whole row (measured: 
 reduced axes are outside and the kept axes inside, so every pass is a contiguous sweep that
 LLVM vectorizes, and the reduction outputs themselves are the accumulators:
 
-    for blk in RANGE0(blocks of the last kept axis):    # prange in the parallel variant
+    for blk in RANGE0(blocks of the last kept axis):    # split in the parallel variant
         <outputs[kept block] = identity>
         for <reduced axes>:
             for <kept axes, the last one within the block>:
