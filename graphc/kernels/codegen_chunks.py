@@ -28,7 +28,7 @@ when the main loop reads them again after the check.
 """
 from .codegen import TRIG, statement, where
 
-CHUNK = 4096        # elements per chunk: 16 KiB per float32 input, and one prange task
+CHUNK = 4096        # elements per chunk: 16 KiB per float32 input, one outer iteration
 CHECKED_FLAG = "CHUNK_CHECKED"     # module attribute: the redo covers only missed chunks
 
 

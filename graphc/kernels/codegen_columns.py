@@ -19,7 +19,7 @@ reduction is terminal (its result leaves the group and feeds nothing inside it).
 from .codegen import _Body, _identity, _update, np_name
 from .fusion import REDUCTIONS
 
-BLOCK = 512     # columns per block: a prange task, and a row strip that stays in L1
+BLOCK = 512     # columns per block: an outer iteration, a row strip that stays in L1
 
 
 def is_column_group(spec):

@@ -99,7 +99,7 @@ def _compiled(kern, par, types):
     serial, parallel = kern.fast if kern.fast is not None else (kern.serial, kern.parallel)
     if getattr(serial, "overloads", None) is None:  # not a numba dispatcher (tests)
         return True
-    if types + RANGE_TYPES not in serial.overloads:  # the prange variant calls it too
+    if types + RANGE_TYPES not in serial.overloads:  # the parallel one runs it too
         return False
     return not par or types + (ADDRESS_TYPE,) in parallel.overloads
 

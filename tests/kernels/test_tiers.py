@@ -367,3 +367,25 @@ def test_a_remeasure_in_sync_mode_compiles_the_new_variant_on_the_call(backgroun
         np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)
     (new,) = _runner(f, x).decisions.values()
     assert new["free"] == 2 and "parallel_s" in new and kern.parallel.signatures
+
+
+def test_a_decision_takes_numpy_tier_times_only_when_the_kernel_is_far_faster(background,
+                                                                            monkeypatch):
+    """The numpy-tier calls made while the kernel compiled are timed; the first decision
+    uses them for the numpy rules only when they were SEEN_MARGIN times slower than the
+    kernel (they ran beside the compile: an upper bound), and measures numpy otherwise."""
+    x = np.linspace(-3, 3, 48, dtype=np.float32).reshape(6, 8)
+    a = np.float32(0.75)
+    f = gc.function(_affine_tanh, backend="numba")
+    for _ in range(2):
+        f(x, a)                                    # the numpy tier: compile held
+    runner = _runner(f, x, a)
+    (lay,) = runner.layouts.values()
+    assert len(lay.tier_numpy) == 2 and min(lay.tier_numpy) > 0
+    measured = []
+    monkeypatch.setattr(groups.adaptive, "median_time", lambda fn: measured.append(1) or 0.2)
+    lay.tier_numpy = [0.3, 0.5]
+    assert runner._numpy_time(lay, 0.3 / groups.SEEN_MARGIN, [x, a]) == 0.3 and not measured
+    assert runner._numpy_time(lay, 1e-9, [x, a]) == 0.2 and measured == [1]  # used up
+    lay.tier_numpy = [0.3, 0.5]
+    assert runner._numpy_time(lay, 0.2, [x, a]) == 0.2 and measured == [1, 1]
