@@ -81,7 +81,7 @@ def one(work, backend, follow, compile_mode, root=None):
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
         out = subprocess.run([sys.executable, "-c", CHILD.format(
             here=HERE, work=work, backend=backend, follow=follow)],
-            env=env, capture_output=True, text=True, check=True)
+            env=env, capture_output=True, text=True, check=True, cwd=root)  # `-c`: cwd first
         return json.loads(out.stdout.strip().splitlines()[-1])
 
 
