@@ -192,7 +192,9 @@ def generate(spec, fname):
     `fname_par` (one block of them per thread, calling the serial one: `codegen_parallel`),
     and for groups with trig ops `fname_fast` and `fname_fast_par` (see the module
     docstring; in a chunked module `fname` and `fname_par` redo only the chunks the fast
-    variant left). Every variant returns an int64: trig arguments beyond range, or 0."""
+    variant left). Every variant returns an int64: trig arguments beyond range, or 0.
+    Kernels release the GIL while they run: the background compile thread (numba holds the
+    GIL) otherwise got only the gaps between the calls of a kernel compiled earlier."""
     src = ["import numpy as np",
            "from graphc.kernels.cache_numba import njit  # cache=True: graphc's sealed cache",
            "from graphc.kernels.codegen_parallel import run_blocks",
@@ -217,8 +219,9 @@ def generate(spec, fname):
         body = _widened(body, width)
         src.extend(serial_source(base, _params(spec), body))
         src.extend(parallel_source(base, spec, body))
-        src.append(f"{base} = njit(cache=True, error_model='numpy')({base})")
-        src.append(f"{base}_par = njit(cache=True, error_model='numpy')({base}_par)")
+        src.append(f"{base} = njit(cache=True, nogil=True, error_model='numpy')({base})")
+        src.append(f"{base}_par = njit(cache=True, nogil=True, error_model='numpy')"
+                   f"({base}_par)")
         src.append("")
     return "\n".join(src)
 
