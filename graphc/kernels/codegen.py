@@ -3,7 +3,7 @@
 Layout of a kernel over domain axes i0..i{R-1} with reduced axes A and kept axes K:
 
     <loads of inputs broadcast along every axis>
-    for <kept axes> (outermost one `prange` in the parallel variant):
+    for <kept axes> (the outermost one over [outer_lo, outer_hi): codegen_parallel):
         <loads of inputs broadcast along A>
         <outer statements, in program order; each reduction is an inner loop nest over A
          that recomputes the full-level values it needs>
@@ -22,8 +22,9 @@ A group with sin/cos/tan also gets `_fast` variants: they call the vectorized po
 (`fast_sin`...), which are exact below 2**17 (float32) or 2**47 (float64), and return how many
 trig arguments were beyond that; the runner then redoes the group with the whole-range
 functions, so typical inputs run ~2x faster and huge ones still get the right answer.
-Flat elementwise groups check their trig arguments chunk by chunk instead and never need a
-redo (`codegen_chunks`).
+Flat elementwise groups check their trig arguments chunk by chunk instead: their fast
+variant leaves the chunks that missed, and `fname` (compiled when first needed) redoes only
+those (`codegen_chunks`).
 """
 import os
 
@@ -36,7 +37,7 @@ from .fusion import REDUCTIONS
 # ops worth keeping in a row buffer rather than recomputing in a later pass
 EXPENSIVE = {"exp", "log", "log1p", "tanh", "sin", "cos", "tan", "erf", "pow", "sqrt",
              "rsqrt"}
-ROW_CHUNK = 64      # rows per prange task when rows need buffers (allocated once per task)
+ROW_CHUNK = 64      # rows per outer iteration when rows need buffers (allocated once each)
 TRIG = {"sin", "cos", "tan"}                # have a fast variant checked by fast_trig_miss
 
 
@@ -175,18 +176,11 @@ def vector_width():
 
 
 def _widened(body, width):
-    """`body` with the vector-width hint at its top and as the first statement of its
-    outermost RANGE0 loop (the loop body numba outlines in the prange variant)."""
+    """`body` with the vector-width hint at its top: it sets the function's attributes, and
+    every loop of a variant is in the serial function (codegen_parallel.py)."""
     if not width:
         return body
-    hint = f"prefer_vector_width({width})  # SIMD width for this function's loops"
-    out = [hint]
-    for n, line in enumerate(body):
-        out.append(line)
-        if "RANGE0(" in line and hint not in out[1:]:
-            indent = len(body[n + 1]) - len(body[n + 1].lstrip())
-            out.append(" " * indent + hint)
-    return out
+    return [f"prefer_vector_width({width})  # SIMD width for this function's loops"] + body
 
 
 def has_fast_variant(group):
@@ -194,32 +188,39 @@ def has_fast_variant(group):
 
 
 def generate(spec, fname):
-    """Module source defining `fname` (serial) and `fname_par` (prange outer loop), and for
-    groups with trig ops `fname_fast` and `fname_fast_par` (see the module docstring)."""
-    src = ["import numpy as np", "from numba import prange",
+    """Module source defining `fname` (serial, over outer iterations [lo, hi)) and
+    `fname_par` (one block of them per thread, calling the serial one: `codegen_parallel`),
+    and for groups with trig ops `fname_fast` and `fname_fast_par` (see the module
+    docstring; in a chunked module `fname` and `fname_par` redo only the chunks the fast
+    variant left). Every variant returns an int64: trig arguments beyond range, or 0.
+    Kernels release the GIL while they run: the background compile thread (numba holds the
+    GIL) otherwise got only the gaps between the calls of a kernel compiled earlier."""
+    src = ["import numpy as np",
            "from graphc.kernels.cache_numba import njit  # cache=True: graphc's sealed cache",
+           "from graphc.kernels.codegen_parallel import run_blocks",
            "from graphc.kernels.scalar import *  # noqa: F401,F403", ""]
-    params = _params(spec)
     variants = [(fname, False)]
     if has_fast_variant(spec.group):
         variants.append((fname + "_fast", True))
     from .codegen_chunks import CHECKED_FLAG, ChunkedBody, is_chunked_group
     from .codegen_columns import ColumnBody, is_column_group
+    from .codegen_parallel import parallel_source, serial_source
     body_class = ColumnBody if is_column_group(spec) else _Body
     width = vector_width()
+    chunked = has_fast_variant(spec.group) and is_chunked_group(spec)
+    if chunked:
+        src.append(f"{CHECKED_FLAG} = True  # {fname}_fast checks trig arguments per chunk; "
+                   f"{fname} redoes only the chunks it left")
     for base, fast in variants:
-        if fast and is_chunked_group(spec):
-            src.append(f"{CHECKED_FLAG} = True  # {base} checks trig arguments per chunk")
-            body = ChunkedBody(spec).lines()
+        if chunked:
+            body = ChunkedBody(spec, redo=not fast).lines()
         else:
             body = body_class(spec, fast).lines()
         body = _widened(body, width)
-        for name, rng in ((base, "range"), (base + "_par", "prange")):
-            src.append(f"def {name}({params}):")
-            src.extend("    " + ln.replace("RANGE0(", rng + "(") for ln in body)
-            src.append("")
-        src.append(f"{base} = njit(cache=True, error_model='numpy')({base})")
-        src.append(f"{base}_par = njit(cache=True, parallel=True, error_model='numpy')"
+        src.extend(serial_source(base, _params(spec), body))
+        src.extend(parallel_source(base, spec, body))
+        src.append(f"{base} = njit(cache=True, nogil=True, error_model='numpy')({base})")
+        src.append(f"{base}_par = njit(cache=True, nogil=True, error_model='numpy')"
                    f"({base}_par)")
         src.append("")
     return "\n".join(src)
@@ -443,7 +444,7 @@ class _Body:
                      f"{self.names[id(v)]}" for v in full_outs]
             out.append(sp + "# store the full-size outputs")
             out.extend(self._inner(body, pad))
-        if self.misses:    # reduction variables: prange sums them across threads
+        if self.misses:    # summed over the blocks of a parallel run
             out = [f"{acc} = 0  # fast-trig arguments beyond range" for acc, _ in
                    self.misses] + out
             out.append("return " + " + ".join(acc for acc, _ in self.misses))

@@ -7,7 +7,7 @@ reduction over axis 0 walks each column with a stride of a whole row (measured: 
 reduced axes are outside and the kept axes inside, so every pass is a contiguous sweep that
 LLVM vectorizes, and the reduction outputs themselves are the accumulators:
 
-    for blk in RANGE0(blocks of the last kept axis):    # prange in the parallel variant
+    for blk in RANGE0(blocks of the last kept axis):    # split in the parallel variant
         <outputs[kept block] = identity>
         for <reduced axes>:
             for <kept axes, the last one within the block>:
@@ -19,7 +19,7 @@ reduction is terminal (its result leaves the group and feeds nothing inside it).
 from .codegen import _Body, _identity, _update, np_name
 from .fusion import REDUCTIONS
 
-BLOCK = 512     # columns per block: a prange task, and a row strip that stays in L1
+BLOCK = 512     # columns per block: an outer iteration, a row strip that stays in L1
 
 
 def is_column_group(spec):

@@ -12,6 +12,7 @@ from ..runtime.registry import REGISTRY
 from ..runtime.run_errors import is_located, located
 from . import adaptive, cache, codegen, codegen_chunks, cores, groups_tier, tiers
 from .fusion import REDUCTIONS
+from .codegen_parallel import ALL, RANGE_TYPES, arg_types, serial_address
 from .launch import PARALLEL, enter, parallel_or_serial, region_threads
 from .output_pool import OutputPool
 from .stats import COUNTS
@@ -28,6 +29,10 @@ PAR_MIN = 1 << 16
 # its compile: once its numpy rules have cost this long, or its kernel is already on disk,
 # it is treated like a big one (the same budget as loops.LOOP_COMPILE_AFTER).
 COMPILE_AFTER = 0.05
+# A numpy-tier call timed beside the compile thread counts as the numpy rules' time when it
+# was this many times slower than the kernel (measured: a compile thread slowed the user's
+# numpy calls 2.1x, docs/backends.md "Tiers"), so the kernel wins anyway.
+SEEN_MARGIN = 3.0
 
 _KERNELS = {}     # key -> _Kernel, shared by every graph in the process
 _KERNELS_LOCK = threading.Lock()   # the compile thread loads kernels too
@@ -53,8 +58,10 @@ class _Kernel:
         self.serial = self.parallel = None
         self.fast = None        # (serial, parallel) fast-trig variants, if the group has trig
         self.redone = 0         # calls where a trig argument missed the fast range
-        self.checked = False    # the fast variant checks per chunk (never redone)
+        self.checked = False    # the fast variant checks per chunk: only chunks are redone
         self.slow_chunks = 0    # ... and this many chunks took the whole-range path
+        self.addresses = {}     # (fast?, argument flags) -> a serial variant's machine code
+        self.serial_code = {}   # fast? -> the serial variant's numba dispatcher
 
     def load(self):
         mod, self.status = cache.load_module(self.key, self.source)
@@ -64,32 +71,59 @@ class _Kernel:
             self.fast = (getattr(mod, KERNEL_NAME + "_fast"),
                          getattr(mod, KERNEL_NAME + "_fast_par"))
             self.checked = getattr(mod, codegen_chunks.CHECKED_FLAG, False)
+            self.serial_code[True] = self.fast[0]
+        self.serial_code[False] = self.serial
         if config.debug_level() >= 3:
             print(f"// graphc kernel for {self.label} (cache {self.status}, key {self.key[:12]})\n"
                   f"{self.source}", file=sys.stderr)
 
-    def run(self, par, args, serial_ok=True):
+    def run(self, par, args):
         """Run the kernel; with fast trig, redo with the whole-range one if an argument missed
-        (every output is rewritten in full, so the redo leaves no trace of the fast try).
-        serial_ok=False: the serial variant may not be compiled yet (groups_tier.py), so
-        prange runs even on one free core, with one thread."""
+        (every output is rewritten in full, so the redo leaves no trace of the fast try; a
+        chunked kernel's redo rewrites just the chunks the fast variant left)."""
         if par:
             threads = region_threads()      # the cores free now (launch.py)
-            if threads > 1 or not serial_ok:
+            if threads > 1:
                 with PARALLEL:              # one parallel region at a time
-                    enter(max(threads, 1))
+                    enter(threads)
                     return self._run(True, args)
         return self._run(False, args)
 
     def _run(self, par, args):
         COUNTS.kernel_calls += 1
         if self.fast is None:
-            (self.parallel if par else self.serial)(*args)
-        elif self.checked:
-            self.slow_chunks += self.fast[par](*args)
-        elif self.fast[par](*args):
-            self.redone += 1
-            (self.parallel if par else self.serial)(*args)
+            self._variant(self.serial, self.parallel, par, args)
+            return
+        slow = self._variant(*self.fast, par, args, fast=True)
+        if slow:        # the whole-range variant compiles here the first time it is needed
+            if self.checked:
+                self.slow_chunks += slow        # it redoes only the chunks left
+            else:
+                self.redone += 1
+            self._variant(self.serial, self.parallel, par, args)
+
+    def _variant(self, serial, parallel, par, args, fast=False):
+        if par:
+            return parallel(*args, self.address(fast, args))
+        return serial(*args, 0, ALL)
+
+    def address(self, fast, args):
+        """The machine code of the serial (or fast serial) variant for these arguments'
+        numba types, which the parallel variant runs on blocks (codegen_parallel.py);
+        looked up by the arrays' flags (layout, writeable: what those types depend on
+        besides the kernel's fixed dtypes and ranks)."""
+        key = (fast, *[a.flags.num for a in args if type(a) is np.ndarray])
+        addr = self.addresses.get(key)
+        if addr is None:
+            addr = self.addresses[key] = serial_address(self.serial_code[fast],
+                                                        arg_types(args) + RANGE_TYPES)
+        return addr
+
+    def serial_call(self, *args):
+        return self.serial(*args, 0, ALL)
+
+    def parallel_call(self, *args):
+        return self.parallel(*args, self.address(False, args))
 
 
 # One fixed function name: the module text (and so its cache entry) depends only on the key,
@@ -118,7 +152,7 @@ class _Layout:
     """Everything about one set of input shapes: domain, output shapes, chosen spec."""
 
     __slots__ = ("domain", "out_shapes", "spec", "flat_spec", "size", "reason", "ready",
-                 "numpy_s", "hot", "go", "calls", "jobs")
+                 "numpy_s", "hot", "go", "calls", "jobs", "tier_numpy")
 
     def __init__(self):
         self.domain = self.out_shapes = self.spec = self.flat_spec = None
@@ -130,6 +164,7 @@ class _Layout:
         self.hot = None     # below the threshold: worth a kernel? (None: not asked yet)
         self.go = None      # once decided (and no flat variant to choose): the whole call
         self.jobs = {}      # contiguous? -> tiers.Job compiling its kernel in the background
+        self.tier_numpy = []    # seconds of the numpy-tier calls while the kernel compiled
 
 
 class GroupRunner:
@@ -203,9 +238,12 @@ class GroupRunner:
             if flat not in lay.ready and tiers.mode() == "background":
                 tier = groups_tier.compiled(self, lay, flat, arrays)
                 if tier is False:       # the numpy tier, while the kernel compiles
-                    return self.run_numpy(arrays)
-                if tier is not True:    # its prange variant, while the serial one compiles
-                    return self._run_kernel(tier, arrays, lay, flat, True, serial_ok=False)
+                    t0 = adaptive.clock()
+                    out = self.run_numpy(arrays)
+                    lay.tier_numpy.append(adaptive.clock() - t0)
+                    return out
+                if tier is not True:    # its serial variant, while the prange one compiles
+                    return self._run_kernel(tier, arrays, lay, flat, False)
             go = self._steady(lay, flat, arrays)
         return go(arrays)
 
@@ -270,9 +308,11 @@ class GroupRunner:
         """The steady-state call for one layout: allocate outputs, run the kernel."""
         if kern.fast is not None:
             return partial(self._run_kernel, kern, lay=lay, flat=False, par=par)
-        fn = parallel_or_serial(kern.parallel, kern.serial) if par else kern.serial
         outs = [(s, v.type.dtype.np) for s, v in zip(lay.out_shapes, self.group.outputs)]
-        dims = lay.domain
+        if par:
+            fn, dims = parallel_or_serial(kern.parallel_call, kern.serial_call), lay.domain
+        else:
+            fn, dims = kern.serial, lay.domain + (0, ALL)    # the whole outer range
         alloc = self.outputs.allocator(outs)
 
         def go(arrays):
@@ -303,7 +343,7 @@ class GroupRunner:
         if reason not in self.fallbacks:
             self.fallbacks.append(reason)
 
-    def _run_kernel(self, kern, arrays, lay, flat, par, serial_ok=True):
+    def _run_kernel(self, kern, arrays, lay, flat, par):
         """One call of `kern` (flat: on 1-d views of contiguous inputs)."""
         g = self.group
         if flat:
@@ -315,7 +355,7 @@ class GroupRunner:
             outs = self.outputs.take([(s, v.type.dtype.np)
                                       for s, v in zip(lay.out_shapes, g.outputs)])
             dims = lay.domain
-        kern.run(par, (*ins, *outs, *dims), serial_ok)
+        kern.run(par, (*ins, *outs, *dims))
         if flat:
             return [o.reshape(s) for o, s in zip(outs, lay.out_shapes)]
         return outs
@@ -353,7 +393,7 @@ class GroupRunner:
         variant = min(times, key=times.get) if times else variants[-1]
         decision = {"choice": "kernel", "variant": variant, "first_call_s": first}
         if mode == "measure":
-            tn = adaptive.median_time(lambda: self.run_numpy(arrays))
+            tn = self._numpy_time(lay, times[variant], arrays)
             decision.update({f"{v}_s": t for v, t in times.items()}, kernel_s=times[variant],
                             numpy_s=tn, choice="kernel" if times[variant] <= tn else "numpy",
                             **adaptive.conditions(free))
@@ -362,6 +402,18 @@ class GroupRunner:
             decision = {"choice": "numpy", "reason": "GRAPHC_KERNEL_CHOICE=numpy"}
         decision["source"] = "measured" if mode == "measure" else "forced"
         return self._decided(kern, klass, decision)
+
+    def _numpy_time(self, lay, kernel_s, arrays):
+        """The numpy rules' time on these inputs: measured, unless the numpy-tier calls that
+        ran while the kernel compiled were already SEEN_MARGIN times slower than the kernel
+        (they ran beside the compile thread, so they are an upper bound: the kernel wins
+        anyway, and the chain's 10M-element decision skips ~0.6 s of numpy runs). Used by
+        the first decision only: a re-measure wants fresh facts."""
+        seen = min(lay.tier_numpy, default=None)
+        lay.tier_numpy = []
+        if seen is not None and kernel_s * SEEN_MARGIN <= seen:
+            return seen
+        return adaptive.median_time(lambda: self.run_numpy(arrays))
 
     def _decided(self, kern, klass, decision):
         self.decisions[(kern.key, klass)] = decision

@@ -3,6 +3,7 @@ their numba types, the compile thread's job, and the switch between calls."""
 from functools import partial
 
 from . import adaptive, cache, cores, groups, tiers
+from .codegen_parallel import ADDRESS_TYPE, RANGE_TYPES
 from .launch import PARALLEL
 
 _COMPILING = {}   # kernel key -> (first Job or None, Job): compiling in the background
@@ -11,7 +12,7 @@ _COMPILING = {}   # kernel key -> (first Job or None, Job): compiling in the bac
 def compiled(runner, lay, flat, arrays):
     """Background tier: True once this layout's kernel has compiled (or failed: then
     its numpy decision is recorded), False while it compiles, or the kernel whose
-    prange variant (compiled first) may run while the serial one compiles for the
+    serial variant (compiled first) may run while the prange one compiles for the
     measured choice. Starts the compile on the first ask. A kernel on disk loads in the
     calling thread, as in sync mode: a second process starts on compiled code."""
     job = lay.jobs.get(flat)
@@ -95,16 +96,19 @@ def compiled_variants(runner, kern, lay, flat, arrays, variants):
 
 
 def _compiled(kern, par, types):
-    fn = kern.fast[par] if kern.fast is not None else (kern.parallel if par else kern.serial)
-    overloads = getattr(fn, "overloads", None)     # None: not a numba dispatcher (tests)
-    return overloads is None or types in overloads
+    serial, parallel = kern.fast if kern.fast is not None else (kern.serial, kern.parallel)
+    if getattr(serial, "overloads", None) is None:  # not a numba dispatcher (tests)
+        return True
+    if types + RANGE_TYPES not in serial.overloads:  # the parallel one runs it too
+        return False
+    return not par or types + (ADDRESS_TYPE,) in parallel.overloads
 
 
 def variants_needed(key, lay, spec):
     """The variants (parallel? flags) the first decision runs and its choice may call,
     likeliest first: a trusted measured choice needs only its own, else those
-    groups.measured_variants names. Serial comes with prange (launch.py runs it when
-    one core is free), after it: prange is the likelier winner and runs meanwhile."""
+    groups.measured_variants names. Serial comes first with prange: the prange variant
+    calls its machine code (codegen_parallel.py), and it runs while prange compiles."""
     par_ok = lay.size >= groups.PAR_MIN and len(spec.axes) < spec.rank
     mode = groups.choice_mode()
     free = cores.free_cores()
@@ -113,7 +117,7 @@ def variants_needed(key, lay, spec):
         names = [] if saved["choice"] == "numpy" else [saved.get("variant", "serial")]
     else:
         names = groups.measured_variants(par_ok, free, mode)
-    return [True, False] if "parallel" in names else [False] * bool(names)
+    return [False, True] if "parallel" in names else [False] * bool(names)
 
 
 def signature(group, lay, flat, arrays):
@@ -149,12 +153,12 @@ def compile_kernel(spec, label, variants, sig):
     if kern.error:
         return kern             # _prepare notes it and keeps the numpy rules
     sig = numba_types(sig)
+    serial, parallel = kern.fast if kern.fast is not None else (kern.serial, kern.parallel)
     for par in variants:
-        fn = kern.fast[par] if kern.fast is not None else (
-            kern.parallel if par else kern.serial)
+        serial.compile(sig + RANGE_TYPES)       # the prange variant calls it
         if par:
             from numba.np.ufunc.parallel import _launch_threads
             with PARALLEL:      # starting the thread pool must not race a parallel region
                 _launch_threads()
-        fn.compile(sig)
+            parallel.compile(sig + (ADDRESS_TYPE,))
     return kern

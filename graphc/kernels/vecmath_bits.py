@@ -279,8 +279,8 @@ def prefer_vector_width(typingctx, width):
     On AVX-512 CPUs LLVM keeps loops at 256 bits by default (prefer-256-bit tuning); for
     compute-bound kernels 512 is faster (measured on an Emerald Rapids VM: the issue's
     tanh/exp/sin chain 2.67 -> 2.12 ns per element, bit-identical results). Emits no code:
-    it sets the function attributes, so in a prange loop it must sit inside the loop body
-    (numba outlines that body into a function of its own)."""
+    it sets the function attributes (inside a prange loop it would have to sit in the loop
+    body, which numba outlines into a function of its own)."""
     if not isinstance(width, types.IntegerLiteral):
         return None
     value = width.literal_value

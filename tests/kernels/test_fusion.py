@@ -132,7 +132,8 @@ def test_kernel_source_is_a_readable_loop_nest_naming_user_lines():
     src = codegen.generate(_spec(grp), "k")
     compile(src, "<kernel>", "exec")
     # exp(x - max) is kept in the output's own row until the last pass divides it there
-    assert "for i0 in prange(d0):" in src and "for i1 in range(d1):" in src
+    assert "for i0 in range(outer_lo, min(outer_hi, d0)):" in src and "for i1 in range(d1):" in src
+    assert "return run_blocks(serial, (in0, ), (out0, ), (d0, d1, ), np.int64(d0))" in src
     assert "buf_v2 = out0[i0]" in src and "row_maximum(" in src and "np.empty" not in src
     exp_line = next(ln for ln in src.splitlines() if "exp(" in ln)
     assert "test_fusion.py:" in exp_line and "# exp" in exp_line
@@ -146,7 +147,8 @@ def test_row_buffer_without_a_full_output_is_allocated_per_chunk_of_rows():
     (grp,) = _groups(_graph(two_sums, gc.TensorSpec([8, 16], F32)))
     src = codegen.generate(_spec(grp), "k")
     compile(src, "<kernel>", "exec")
-    assert "for c0 in prange((d0 + 63) // 64):" in src and "i0 = c0 * 64 + r0" in src
+    assert "for c0 in range(outer_lo, min(outer_hi, (d0 + 63) // 64)):" in src
+    assert "i0 = c0 * 64 + r0" in src and "np.int64((d0 + 63) // 64))" in src   # the blocks
     assert "np.empty(d1, float32)  # row buffer" in src
 
 
@@ -176,7 +178,9 @@ def _chain(x):
 
 
 @pytest.mark.parametrize("width", ["512", "0"])
-def test_vector_width_hint_sits_at_the_top_and_inside_the_outer_loop(monkeypatch, width):
+def test_vector_width_hint_sits_at_the_top_of_the_serial_variant(monkeypatch, width):
+    """It sets function attributes: the serial function holds every loop (the parallel
+    variant runs its machine code on blocks)."""
     monkeypatch.setenv("GRAPHC_VECTOR_WIDTH", width)
     (grp,) = _groups(_graph(_chain, gc.TensorSpec([8, 16], F32)))
     src = codegen.generate(_spec(grp), "k")
@@ -187,9 +191,8 @@ def test_vector_width_hint_sits_at_the_top_and_inside_the_outer_loop(monkeypatch
         assert not hints
         return
     assert all("prefer_vector_width(512)" in lines[n] for n in hints)
-    par = lines.index(next(ln for ln in lines if ln.startswith("def k_par(")))
-    loop = next(n for n in range(par, len(lines)) if "prange(" in lines[n])
-    assert par + 1 in hints and loop + 1 in hints       # function top; prange loop body
+    serial = lines.index(next(ln for ln in lines if ln.startswith("def k(")))
+    assert hints == [serial + 1]
 
 
 def test_kernels_use_512_bit_vectors_on_avx512_cpus(tmp_path, monkeypatch, numba_forced):

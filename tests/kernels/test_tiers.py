@@ -144,7 +144,9 @@ def test_only_the_variants_the_decision_needs_are_compiled(background, all_cores
     assert kern.serial.signatures and not kern.parallel.signatures   # prange never needed
 
 
-def test_a_prange_choice_compiles_it_first_and_serial_after_it(background, all_cores_free):
+def test_a_prange_choice_compiles_serial_first_and_prange_after_it(background, all_cores_free):
+    """The parallel variant runs the serial one's machine code on blocks
+    (codegen_parallel.py): serial is the first job, the parallel wrapper the later one."""
     n = groups.PAR_MIN                              # big enough for prange
     x = np.linspace(-1, 1, 2 * n, dtype=np.float64).reshape(2, n)
     f = gc.function(lambda v: v * 4.0 - 1.0, backend="numba")   # forced choice: prange
@@ -153,27 +155,28 @@ def test_a_prange_choice_compiles_it_first_and_serial_after_it(background, all_c
     ((_, first),) = [(k, j) for k, j in lay.jobs.items() if isinstance(k, tuple)]
     ((_, later),) = [(k, j) for k, j in lay.jobs.items() if not isinstance(k, tuple)]
     background.gate.set()
-    assert tiers.wait_all(120)
-    assert first.result.parallel.signatures        # prange first; serial for launch.py,
-    assert later.result.serial.signatures          # which runs it on one free core
+    assert first.done.wait(120) and first.state == "ready", first.error
+    assert first.result.serial.signatures
+    assert tiers.wait_all(120) and later.state == "ready", later.error
+    assert later.result.parallel.signatures
     with background.expect(kernels=True):
         np.testing.assert_allclose(f(x).numpy(), x * 4.0 - 1.0)
     (decision,) = _runner(f, x).decisions.values()
     assert decision["variant"] == "parallel"
 
 
-def test_prange_variant_runs_while_the_serial_one_compiles_for_the_choice(background,
+def test_serial_variant_runs_while_the_prange_one_compiles_for_the_choice(background,
                                                                          monkeypatch,
                                                                          all_cores_free):
     monkeypatch.setenv("GRAPHC_KERNEL_CHOICE", "measure")
-    serial_gate = threading.Event()
+    prange_gate = threading.Event()
     compile_kernel = groups_tier.compile_kernel
 
-    def held_serial(spec, label, variants, sig):
-        if variants == [False]:
-            serial_gate.wait()
+    def held_prange(spec, label, variants, sig):
+        if variants == [True]:
+            prange_gate.wait()
         return compile_kernel(spec, label, variants, sig)
-    monkeypatch.setattr(groups_tier, "compile_kernel", held_serial)
+    monkeypatch.setattr(groups_tier, "compile_kernel", held_prange)
     n = groups.PAR_MIN
     x = np.linspace(-1, 1, 2 * n, dtype=np.float64).reshape(2, n)
     fn = lambda v: gc.exp(v * 0.5) + v            # noqa: E731
@@ -189,9 +192,9 @@ def test_prange_variant_runs_while_the_serial_one_compiles_for_the_choice(backgr
     (kern,) = groups._KERNELS.values()
     with background.expect(kernels=True):
         np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)
-    assert kern.parallel.signatures and not kern.serial.signatures
+    assert kern.serial.signatures and not kern.parallel.signatures
     assert not runner.decisions                     # nothing chosen on half the facts
-    serial_gate.set()
+    prange_gate.set()
     assert tiers.wait_all(120)
     np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)
     (decision,) = runner.decisions.values()
@@ -364,3 +367,25 @@ def test_a_remeasure_in_sync_mode_compiles_the_new_variant_on_the_call(backgroun
         np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)
     (new,) = _runner(f, x).decisions.values()
     assert new["free"] == 2 and "parallel_s" in new and kern.parallel.signatures
+
+
+def test_a_decision_takes_numpy_tier_times_only_when_the_kernel_is_far_faster(background,
+                                                                            monkeypatch):
+    """The numpy-tier calls made while the kernel compiled are timed; the first decision
+    uses them for the numpy rules only when they were SEEN_MARGIN times slower than the
+    kernel (they ran beside the compile: an upper bound), and measures numpy otherwise."""
+    x = np.linspace(-3, 3, 48, dtype=np.float32).reshape(6, 8)
+    a = np.float32(0.75)
+    f = gc.function(_affine_tanh, backend="numba")
+    for _ in range(2):
+        f(x, a)                                    # the numpy tier: compile held
+    runner = _runner(f, x, a)
+    (lay,) = runner.layouts.values()
+    assert len(lay.tier_numpy) == 2 and min(lay.tier_numpy) > 0
+    measured = []
+    monkeypatch.setattr(groups.adaptive, "median_time", lambda fn: measured.append(1) or 0.2)
+    lay.tier_numpy = [0.3, 0.5]
+    assert runner._numpy_time(lay, 0.3 / groups.SEEN_MARGIN, [x, a]) == 0.3 and not measured
+    assert runner._numpy_time(lay, 1e-9, [x, a]) == 0.2 and measured == [1]  # used up
+    lay.tier_numpy = [0.3, 0.5]
+    assert runner._numpy_time(lay, 0.2, [x, a]) == 0.2 and measured == [1, 1]
