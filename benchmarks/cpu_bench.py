@@ -310,6 +310,10 @@ def main(argv=None):
     p.add_argument("--thresholds", action="store_true",
                    help="measure the size thresholds for kernels and prange instead")
     args = p.parse_args(argv)
+    # Steady state of compiled code: a loop otherwise runs interpreted until it has spent
+    # its interpreted-time budget (docs/backends.md, "Tiers"), which a 1000-iteration loop
+    # timed 201 times barely reaches. The first-call line runs in fresh processes, unaffected.
+    gc.config.set_compile_mode("sync")
     if args.thresholds:
         thresholds()
         return
