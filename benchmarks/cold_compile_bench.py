@@ -42,18 +42,7 @@ def timed(self, sig):
         if depth[0] == 0 and self.py_func.__name__.startswith("fused_kernel"):
             compiles.append((self.py_func.__name__, time.perf_counter() - t))
 dispatcher.Dispatcher.compile = timed
-rng = np.random.default_rng(0)
-work = {work!r}
-if work == "chain":
-    args = (rng.standard_normal(10_000_000, dtype=np.float32), np.float32(1.5), np.float32(0.5))
-    fn = cpu_bench.chain
-elif work == "softmax":
-    args = (rng.standard_normal((4096, 1024), dtype=np.float32),)
-    fn = cpu_bench.softmax
-else:
-    args = (rng.standard_normal((8192, 512), dtype=np.float32),
-            rng.standard_normal(512, dtype=np.float32), rng.standard_normal(512, dtype=np.float32))
-    fn = cpu_bench.layernorm
+fn, args = cpu_bench.workload_case({work!r})
 gc.function(fn)(*args)
 print(json.dumps(compiles))
 """

@@ -29,6 +29,20 @@ from graphc.bench.timing import settle
 FM = dict(parallel=True, fastmath=FASTMATH, cache=False)
 
 
+def workload_case(work):
+    """(function, arguments) of the chain, softmax or layernorm workload at full size, the
+    inputs every fresh-process benchmark (first call, cold compile, variants) starts from."""
+    rng = np.random.default_rng(0)
+    if work == "chain":
+        return chain, (rng.standard_normal(10_000_000, dtype=np.float32), np.float32(1.5),
+                       np.float32(0.5))
+    if work == "softmax":
+        return softmax, (rng.standard_normal((4096, 1024), dtype=np.float32),)
+    return layernorm, (rng.standard_normal((8192, 512), dtype=np.float32),
+                       rng.standard_normal(512, dtype=np.float32),
+                       rng.standard_normal(512, dtype=np.float32))
+
+
 def median_time(fn, *args, reps=11, min_time=0.0):
     fn(*args)
     settle()                 # background compiles done: time the compiled steady state

@@ -32,18 +32,7 @@ import cpu_bench
 import graphc.kernels.cpu   # numba's import is process start-up, not the first call
 from numba.core.registry import cpu_target
 cpu_target.target_context.refresh()
-rng = np.random.default_rng(0)
-work = {work!r}
-if work == "chain":
-    args = (rng.standard_normal(10_000_000, dtype=np.float32), np.float32(1.5), np.float32(0.5))
-    fn = cpu_bench.chain
-elif work == "softmax":
-    args = (rng.standard_normal((4096, 1024), dtype=np.float32),)
-    fn = cpu_bench.softmax
-else:
-    args = (rng.standard_normal((8192, 512), dtype=np.float32),
-            rng.standard_normal(512, dtype=np.float32), rng.standard_normal(512, dtype=np.float32))
-    fn = cpu_bench.layernorm
+fn, args = cpu_bench.workload_case({work!r})
 f = gc.function(fn, backend={backend!r})
 t0 = time.perf_counter()
 f(*args)

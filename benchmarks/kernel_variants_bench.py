@@ -25,18 +25,7 @@ import graphc as gc
 import cpu_bench
 from graphc.kernels import cores, launch
 cores.free_cores = lambda *a, **k: {free}
-rng = np.random.default_rng(0)
-work = {work!r}
-if work == "chain":
-    args = (rng.standard_normal(10_000_000, dtype=np.float32), np.float32(1.5), np.float32(0.5))
-    fn = cpu_bench.chain
-elif work == "softmax":
-    args = (rng.standard_normal((4096, 1024), dtype=np.float32),)
-    fn = cpu_bench.softmax
-else:
-    args = (rng.standard_normal((8192, 512), dtype=np.float32),
-            rng.standard_normal(512, dtype=np.float32), rng.standard_normal(512, dtype=np.float32))
-    fn = cpu_bench.layernorm
+fn, args = cpu_bench.workload_case({work!r})
 f = gc.function(fn, backend="numba")
 for _ in range(3):
     f(*args)

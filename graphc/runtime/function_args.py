@@ -72,17 +72,7 @@ class _ParamInfo:
 
     def rebuild(self, values):
         """canonical values -> (args, kwargs) to call the Python function with."""
-        args, kwargs = [], {}
-        for p, v in zip(self.params, values):
-            if p.kind is p.VAR_POSITIONAL:
-                args.extend(v)
-            elif p.kind is p.VAR_KEYWORD:
-                kwargs.update(v)
-            elif p.kind is p.KEYWORD_ONLY:
-                kwargs[p.name] = v
-            else:
-                args.append(v)
-        return args, kwargs
+        return rebuild_call(self.params, values)
 
 
 def _check_input_signature(specs, params):
@@ -190,3 +180,18 @@ def _has_none_dim(k):
     if tag == sig.DICT:
         return any(_has_none_dim(x) for _, x in k[1])
     return False
+
+
+def rebuild_call(params, values):
+    """Values bound to `params` (inspect.Parameter, in order) -> (args, kwargs) for a call."""
+    args, kwargs = [], {}
+    for p, v in zip(params, values):
+        if p.kind is p.VAR_POSITIONAL:
+            args.extend(v)
+        elif p.kind is p.VAR_KEYWORD:
+            kwargs.update(v)
+        elif p.kind is p.KEYWORD_ONLY:
+            kwargs[p.name] = v
+        else:
+            args.append(v)
+    return args, kwargs

@@ -10,6 +10,7 @@ from ..runtime import context, signature as sig
 from ..runtime.concrete import ConcreteFunction
 from ..runtime.dispatch import convert_to_tensor
 from ..runtime.function import _ParamInfo, _conform, _tracing_or_taping
+from ..runtime.function_args import rebuild_call
 from ..runtime.module import Module
 from ..runtime.tensor import Tensor
 from ..runtime.types import ResourceType
@@ -150,7 +151,7 @@ class _Loader:
             key = tuple(specs.key_from_json(k, r) for k in r._list(c["key"], "key"))
             graph = check_graph(r.graph(c["graph"]), self.path)
             structure = specs.structure_from_json(c["outputs"], len(graph.outputs), r.fail)
-            args, kwargs = _rebuild(params, [specs.key_to_spec(k) for k in key])
+            args, kwargs = rebuild_call(params, [specs.key_to_spec(k) for k in key])
             cf = ConcreteFunction(graph, structure, (tuple(args), kwargs), self.backend)
             traces.append((key, cf))
         return LoadedFunction(name, params, specs_in, traces)
@@ -228,20 +229,6 @@ class _Loader:
                 r.fail(f"signature {name!r} does not match its function's inputs/outputs")
             out[name] = SignatureFunction(name, self.functions[f], cf, inputs, outputs)
         return out
-
-
-def _rebuild(params, values):
-    args, kwargs = [], {}
-    for p, v in zip(params, values):
-        if p.kind is p.VAR_POSITIONAL:
-            args.extend(v)
-        elif p.kind is p.VAR_KEYWORD:
-            kwargs.update(v)
-        elif p.kind is p.KEYWORD_ONLY:
-            kwargs[p.name] = v
-        else:
-            args.append(v)
-    return args, kwargs
 
 
 class LoadedFunction:
