@@ -113,16 +113,7 @@ def _recording_call(self, *args, **kwargs):
     if (function.config._state["run_eagerly"] or
             (context._busy[0] and function._tracing_or_taping())):
         return orig(self, *args, **kwargs)
-    values = self._signature.canonicalize(args, kwargs, self._name)
-    if self.input_signature is not None:
-        values = function._conform(values, self.input_signature, self._signature, self._name)
-    if self._scalar_args:
-        values = function._as_tensors(values, self._scalar_args)
-    leaves = []
-    key = tuple(function.sig.encode(v, leaves) for v in values)
-    cf = self._cache.get(key)
-    if cf is None:                  # trace (or find the generalized trace) as a call would
-        cf = self._lookup_or_trace(key, values)
+    cf, leaves = self._resolve(args, kwargs)     # the trace a normal call would run
     _note_graph(cf)
     if rec is None or cf._backend.name not in profiling.PROFILED_BACKENDS:
         return cf._call_leaves(leaves)
