@@ -24,8 +24,8 @@ import numpy as np
 sys.path.insert(0, {bench!r})
 import graphc as gc
 import cpu_bench
-import graphc.kernels.cpu
-from graphc.kernels import cores
+import graphc.kernels.cpu.backend
+from graphc.kernels.cpu import cores
 from numba.core import dispatcher
 from numba.core.registry import cpu_target
 cpu_target.target_context.refresh()

@@ -22,7 +22,7 @@ import numpy as np
 import graphc as gc
 sys.path.insert(0, {here!r})
 import cpu_bench
-import graphc.kernels.cpu
+import graphc.kernels.cpu.backend
 from numba.core.registry import cpu_target
 cpu_target.target_context.refresh()
 from graphc.kernels import tiers

@@ -57,7 +57,7 @@ def bench_workloads():
 
 def one_thread(fn):
     """`fn` with every parallel region on one thread (GRAPHC_THREADS=1, for its calls)."""
-    from graphc.kernels import cores
+    from graphc.kernels.cpu import cores
 
     def call(*args):
         cores.fixed()                          # read GRAPHC_THREADS once, then override it
@@ -138,7 +138,7 @@ def main(argv=None):
                         "single-thread auto column")
     a = p.parse_args(argv)
     if a.assume_free:
-        from graphc.kernels import cores
+        from graphc.kernels.cpu import cores
         cores.free_cores = lambda: a.assume_free
     print(f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '')} "
           f"GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT', '(graphc default)')} "

@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit, prange
 
 import graphc as gc
-import graphc.kernels.cpu  # noqa: F401 - sets GOMP_SPINCOUNT before any prange runs,
+import graphc.kernels.cpu.backend  # noqa: F401 - sets GOMP_SPINCOUNT before any prange runs,
 #                            so the hand-written kernels below get the same threading setup
 from graphc.bench.hand_numba import FASTMATH
 from graphc.bench.timing import settle
@@ -199,7 +199,7 @@ t0 = time.perf_counter()
 import numpy as np, graphc as gc
 sys.path.insert(0, {here!r})
 from cpu_bench import layernorm
-import graphc.kernels.cpu  # numba's import is process start-up, not part of the first call
+import graphc.kernels.cpu.backend  # numba's import is process start-up, not part of the first call
 from numba.core.registry import cpu_target
 t_init = time.perf_counter()
 cpu_target.target_context.refresh()   # numba's one-time init, paid by any numba program
@@ -299,7 +299,7 @@ def thresholds():
 
     The backend's MIN_SIZE and PAR_MIN (graphc/kernels/groups.py) come from this table.
     """
-    from graphc.kernels import groups
+    from graphc.kernels.cpu import groups
     os.environ.update(GRAPHC_NUMBA_MIN_SIZE="0", GRAPHC_KERNEL_CHOICE="kernel")
     fn = lambda x: gc.exp(x * 0.5) * x + 1.0    # noqa: E731 - a short typical chain
     ref = gc.function(fn, backend="numpy")

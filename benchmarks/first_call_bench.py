@@ -29,7 +29,7 @@ import numpy as np
 import graphc as gc
 sys.path.insert(0, {here!r})
 import cpu_bench
-import graphc.kernels.cpu   # numba's import is process start-up, not the first call
+import graphc.kernels.cpu.backend   # numba's import is process start-up, not the first call
 from numba.core.registry import cpu_target
 cpu_target.target_context.refresh()
 fn, args = cpu_bench.workload_case({work!r})

@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, {bench!r})
 import graphc as gc
 import cpu_bench
-from graphc.kernels import cores, launch
+from graphc.kernels.cpu import cores, launch
 cores.free_cores = lambda *a, **k: {free}
 fn, args = cpu_bench.workload_case({work!r})
 f = gc.function(fn, backend="numba")

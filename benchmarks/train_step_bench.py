@@ -127,7 +127,7 @@ def main():
         assert abs(loss_np - loss_gc) < 1e-4 and all(
             np.allclose(a, b.numpy(), atol=1e-5) for a, b in zip(ref, check)), \
             f"the {backend} backend's step disagrees with the numpy step"
-    from graphc.kernels import blas
+    from graphc.kernels.cpu import blas
     print(f"MLP train step {N_IN}-{N_HID}-{N_OUT}, batch {BATCH}, columns timed in "
           f"interleaved rounds, {args.min_time:g} s each (median and fastest of ~5 ms batches); "
           f"numpy BLAS threads {blas.blas_threads() or 'unknown'}, load average "

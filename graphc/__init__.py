@@ -3,7 +3,7 @@ from . import config, errors, random
 from .dtypes import DType, as_dtype, float32, float64, int32, int64, bool_ as bool  # noqa: A001
 from .errors import RetracingWarning
 from .runtime import ops as _ops
-from .runtime.autodiff import GradientTape, stop_gradient
+from .runtime.autodiff.tape import GradientTape, stop_gradient
 from .runtime.concrete import ConcreteFunction
 from .runtime.control_flow import cond, while_loop
 from .runtime.dispatch import constant, convert_to_tensor
@@ -18,7 +18,7 @@ globals().update(_ops.PUBLIC)
 from . import nn  # noqa: E402  (gc.nn builds on the ops above)
 gelu = nn.gelu  # API.md names gelu among the ops as well
 from . import autograph  # noqa: E402,F401  (gc.autograph: to_code, to_graph, do_not_convert)
-from .runtime import autodiff_control as _autodiff_control  # noqa: E402,F401  (gradient rules)
+from .runtime.autodiff import control as _autodiff_control  # noqa: E402,F401  (gradient rules)
 from . import optimizers  # noqa: E402  (gc.optimizers.SGD, Adam)
 from . import train  # noqa: E402  (gc.train.Checkpoint, CheckpointManager, latest_checkpoint)
 from . import saved_model  # noqa: E402  (gc.saved_model.save, load)

@@ -3,7 +3,7 @@
 import math
 
 from . import dtypes as _dt
-from .runtime.autodiff import stop_gradient
+from .runtime.autodiff.tape import stop_gradient
 from .runtime.dispatch import convert_to_tensor
 from .runtime.ops import elementwise as _ew
 from .runtime.ops._rules import FLOAT, INTEGER, check_kind

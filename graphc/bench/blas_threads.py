@@ -4,7 +4,7 @@
 gets), and only pins it when asked. By the time options are parsed numpy is imported and
 its BLAS initialized, so OPENBLAS_NUM_THREADS would come too late: the count is changed
 at run time, with threadpoolctl when it is installed, else through the OpenBLAS entry
-points numpy's own library exports (graphc.kernels.blas loads them with ctypes).
+points numpy's own library exports (graphc.kernels.cpu.blas loads them with ctypes).
 """
 import os
 
@@ -32,7 +32,7 @@ def current():
                   if p.get("user_api") == "blas"]
         if counts:
             return int(counts[0])
-    from ..kernels import blas
+    from ..kernels.cpu import blas
     return blas.blas_threads() or None
 
 
@@ -42,7 +42,7 @@ def _set(n):
     if tpc is not None:
         tpc.threadpool_limits(limits=int(n), user_api="blas")
     else:
-        from ..kernels import blas
+        from ..kernels.cpu import blas
         if not blas.set_blas_threads(n):
             return False
     return current() == n

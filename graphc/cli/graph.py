@@ -14,10 +14,10 @@ import sys
 from . import UsageError
 
 # The compiling backend reports fusion groups, kernels, kernel-vs-numpy choices, cache
-# hits and fallbacks through this hook: if module `graphc.kernels.cpu` defines
+# hits and fallbacks through this hook: if module `graphc.kernels.cpu.backend` defines
 # `describe(graph) -> str`, it is called with the traced (unoptimized) graph, exactly what
 # the backend itself is handed, and its text is printed after the optimized graph.
-BACKEND_REPORT_HOOK = ("graphc.kernels.cpu", "describe")
+BACKEND_REPORT_HOOK = ("graphc.kernels.cpu.backend", "describe")
 
 _SPEC = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[([^\[\]]*)\]\s*$")
 

@@ -44,7 +44,7 @@ class DataParallel:
         self._name = name
 
         def grads(x, y):
-            from ..runtime.autodiff import GradientTape
+            from ..runtime.autodiff.tape import GradientTape
             with GradientTape() as tape:
                 loss = step_fn(model, x, y)
             return loss, tape.gradient(loss, list(model.trainable_variables))

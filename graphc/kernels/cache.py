@@ -62,7 +62,7 @@ def environment():
         import numba
         import numpy
         from .. import __version__ as gv
-        from .codegen import vector_width
+        from .cpu.codegen import vector_width
         feats = llb.get_host_cpu_features().flatten()
         _state["env"] = (f"graphc={gv} src={_package_fingerprint()} cache=sealed1 "
                          f"numba={numba.__version__} llvmlite={llvmlite.__version__} "
@@ -275,7 +275,7 @@ def _decode(payload):
 def _exec_module(name, path, text, root, stamp):
     """Run verified `text` as module `name` (compiled from the text itself: never a `.pyc`)
     under its file's name, so tracebacks and numba's messages point at it."""
-    from .cache_numba import PLACE, Place      # imports numba: only once a kernel is wanted
+    from .cpu.cache_numba import PLACE, Place      # imports numba: only once a kernel is wanted
     mod = types.ModuleType(name)
     mod.__file__ = path
     setattr(mod, PLACE, None if root is None else Place(root, stamp))

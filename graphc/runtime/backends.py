@@ -18,7 +18,7 @@ class NumpyBackend:
 
 BACKENDS = {"numpy": NumpyBackend}
 AUTO_ORDER = ["numba", "numpy"]   # "auto" picks the first available
-_LAZY = {"numba": "graphc.kernels.cpu"}   # imported on first use: numba is slow to import
+_LAZY = {"numba": "graphc.kernels.cpu.backend"}   # imported on first use: numba is slow to import
 
 
 def register_backend(backend):

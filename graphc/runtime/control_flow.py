@@ -218,7 +218,7 @@ def bind_control(type_, g, inputs, attrs):
     op = g.add_op(type_, inputs, attrs, types, context.user_site())
     outs = [Tensor._symbolic(v, g) for v in op.outputs]
     if outs and context.recording_tapes():   # a tape sees the node as one op (autodiff_control)
-        from .autodiff_control import record_control
+        from .autodiff.control import record_control
         record_control(g, op, outs)
     return outs
 

@@ -6,7 +6,7 @@ import numpy as np
 from .. import dtypes as _dt
 from . import context
 from .context import _busy, _tls
-from .autodiff import record
+from .autodiff.tape import record
 from .registry import REGISTRY
 from .tensor import Tensor, OPS
 from .types import TensorType, ResourceType

@@ -11,7 +11,7 @@ from ..errors import RetracingWarning
 from . import context, signature as sig
 from .concrete import ConcreteFunction, trace
 from .tensor import Tensor
-from .autodiff import eager_tape_recording
+from .autodiff.tape import eager_tape_recording
 from .function_args import (_ParamInfo, _as_tensors, _changing_scalars, _check_input_signature,
                             _conform, _generalize_all, _has_none_dim, _identity_refs)
 from .function_retrace import _retrace_message, _variables_again

@@ -82,7 +82,7 @@ class TensorArray:
                 raise ValueError("a TensorArray made while tracing was used outside the "
                                  "function that traced it; return its stack() instead")
             if context.recording_tapes():   # a recording GradientTape sees eager list ops too
-                from .autodiff_lists import taped_list_op
+                from .autodiff.lists import taped_list_op
                 return taped_list_op(apply_eager, type_, inputs, attrs)
             return apply_eager(type_, *inputs, **attrs)
         if any(isinstance(x, TensorList) for x in inputs):

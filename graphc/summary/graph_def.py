@@ -42,7 +42,7 @@ def to_graph_def(graph, backend="numpy"):
 def _shown(graph, backend):
     scopes, shown = {}, graph
     if backend == "numba":
-        from ..kernels.cpu import compile_plan
+        from ..kernels.cpu.backend import compile_plan
         plan = compile_plan(graph)
         shown = plan.graph
         for runner in plan.groups:

@@ -34,7 +34,7 @@ class Recorder:
 def _steps(graph, backend):
     """[(fn, ins, outs, op, label, multi, n_inputs_pad)] and the initial environment pad."""
     if backend == "numba":
-        from ..kernels.cpu import compile_plan
+        from ..kernels.cpu.backend import compile_plan
         plan = compile_plan(graph)
         steps = []
         lowered = {id(op): r for op, r, _ in plan.loops if r is not None}

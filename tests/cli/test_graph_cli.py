@@ -162,10 +162,10 @@ def test_plain_functions_are_wrapped_and_gc_functions_kept(sample):
 
 def test_backend_report_hook(monkeypatch, sample, capsys):
     import types
-    fake = types.ModuleType("graphc.kernels.cpu")
+    fake = types.ModuleType("graphc.kernels.cpu.backend")
     fake.describe = lambda graph: f"// fusion groups of {graph.name}: 1\n"
-    monkeypatch.setitem(sys.modules, "graphc.kernels.cpu", fake)
-    monkeypatch.setattr(graph_cli, "BACKEND_REPORT_HOOK", ("graphc.kernels.cpu", "describe"))
+    monkeypatch.setitem(sys.modules, "graphc.kernels.cpu.backend", fake)
+    monkeypatch.setattr(graph_cli, "BACKEND_REPORT_HOOK", ("graphc.kernels.cpu.backend", "describe"))
     code, out, _ = run_cli(capsys, f"{sample}::chain", "--arg", "float32[3]", "--arg",
                            "float32[3]")
     assert code == 0 and out.rstrip().endswith("// fusion groups of chain: 1")
@@ -198,10 +198,10 @@ def test_python_dash_m_subprocess(sample):
 
 
 def test_the_real_numba_report_follows_the_optimized_graph(monkeypatch, sample, capsys):
-    cpu = pytest.importorskip("graphc.kernels.cpu")
+    cpu = pytest.importorskip("graphc.kernels.cpu.backend")
     if not hasattr(cpu, "describe"):
         pytest.skip("the numba backend has no describe() yet")
-    monkeypatch.setattr(graph_cli, "BACKEND_REPORT_HOOK", ("graphc.kernels.cpu", "describe"))
+    monkeypatch.setattr(graph_cli, "BACKEND_REPORT_HOOK", ("graphc.kernels.cpu.backend", "describe"))
     code, out, _ = run_cli(capsys, f"{sample}::chain", "--arg", "float32[3]", "--arg",
                            "float32[3]")
     sections = out.split("\n\n")

@@ -24,7 +24,7 @@ def kernel_env(tmp_path_factory):
 def all_cores_free(monkeypatch):
     """Parallel regions run whatever the machine's load (kernels/cores.py says 2 free), on
     numba's own thread count, even on a 1-core machine."""
-    from graphc.kernels import cores, groups, launch
+    from graphc.kernels.cpu import cores, groups, launch
     monkeypatch.setattr(cores, "free_cores", lambda: 2)
     monkeypatch.setattr(launch.numba.config, "NUMBA_NUM_THREADS",
                         max(2, launch.numba.config.NUMBA_NUM_THREADS))

@@ -5,7 +5,7 @@ import numpy as np
 from hypothesis import HealthCheck, settings
 
 import graphc as gc
-from graphc.kernels import cpu
+from graphc.kernels.cpu import backend as cpu
 from graphc.kernels.stats import COUNTS
 from agreement_helpers import assert_same, flat  # noqa: F401 - flat is used by the tests
 

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from graphc.kernels import adaptive, cache, cores, groups, launch
+from graphc.kernels.cpu import adaptive, cores, groups, launch
+from graphc.kernels import cache
 from graphc.kernels.stats import COUNTS
 
 pytest.importorskip("numba")

@@ -197,7 +197,7 @@ def test_non_contiguous_inputs_agree():
 
 def test_parallel_variant_agrees(monkeypatch, all_cores_free):
     """The prange variant (used from PAR_MIN elements up) on small shapes."""
-    from graphc.kernels import groups
+    from graphc.kernels.cpu import groups
     monkeypatch.setattr(groups, "PAR_MIN", 0)
     x = np.random.default_rng(3).standard_normal((5, 7)).astype(np.float32)
     got = _agree(_softmax, x)
@@ -208,7 +208,7 @@ def test_parallel_variant_agrees(monkeypatch, all_cores_free):
 
 
 def _trig_counts():
-    from graphc.kernels import groups
+    from graphc.kernels.cpu import groups
     kernels = [k for k in groups._KERNELS.values() if k.fast]
     return (sum(k.redone for k in kernels if not k.checked),
             sum(k.slow_chunks for k in kernels if k.checked))
@@ -220,7 +220,7 @@ def test_fast_trig_kernel_redoes_huge_arguments_with_whole_range_trig(monkeypatc
     """Trig kernels that are not flat (here: broadcasting a row) run the reduced-range
     polynomials first and redo the group with the whole-range functions when an argument
     reaches 2**17 (float32) / 2**47 (float64)."""
-    from graphc.kernels import groups
+    from graphc.kernels.cpu import groups
     monkeypatch.setattr(groups, "PAR_MIN", 0 if par else 1 << 62)
     rng = np.random.default_rng(4)
     x = rng.uniform(-10, 10, (6, 5)).astype(dtype)
@@ -239,7 +239,7 @@ def test_fast_trig_kernel_redoes_huge_arguments_with_whole_range_trig(monkeypatc
 def test_flat_trig_kernel_checks_each_chunk(monkeypatch, dtype, par):
     """Flat elementwise trig groups check each chunk's arguments (here one computed in the
     group, a * 0.5) and run only the chunks holding huge ones with whole-range trig."""
-    from graphc.kernels import codegen_chunks, groups
+    from graphc.kernels.cpu import codegen_chunks, groups
     monkeypatch.setattr(groups, "PAR_MIN", 0 if par else 1 << 62)
     n = 3 * codegen_chunks.CHUNK + 17                      # three full chunks and a tail
     x = np.random.default_rng(5).uniform(-10, 10, n).astype(dtype)

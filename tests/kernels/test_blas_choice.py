@@ -4,7 +4,7 @@ choice directly, so the logic is tested without timing anything."""
 import numpy as np
 import pytest
 
-from graphc.kernels import blas, blas_choice, blas_split
+from graphc.kernels.cpu import blas, blas_choice, blas_split
 
 WAYS = ("plain", "fewer", "split")
 
@@ -181,7 +181,7 @@ def test_matmul_follows_the_load_through_a_fake_clock(monkeypatch):
 @pytest.mark.skipif(not blas.available(), reason="numpy's BLAS exports no gemm")
 def test_graphc_graph_lists_each_products_way_and_times(monkeypatch):
     import graphc as gc
-    from graphc.kernels.cpu import describe
+    from graphc.kernels.cpu.backend import describe
     FakeLoad(monkeypatch, plain=1e-3, fewer=2e-3, split=3e-3)
     a = np.ones((12, 16), np.float32)
     b = np.ones((12, 10), np.float32)

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from graphc.kernels import blas
-from graphc.kernels.cpu import compile_plan, describe
+from graphc.kernels.cpu import blas
+from graphc.kernels.cpu.backend import compile_plan, describe
 
 pytestmark = [pytest.mark.usefixtures("kernel_env"),
               pytest.mark.skipif(not blas.available(), reason="numpy's BLAS exports no gemm")]
@@ -93,7 +93,7 @@ def test_gemm_declines_operands_it_cannot_take():
 def every_way(monkeypatch):
     """Every product gets a measured choice, as if numba had two threads; `force(way)` makes
     that way the only one."""
-    from graphc.kernels import blas_choice, blas_split
+    from graphc.kernels.cpu import blas_choice, blas_split
     monkeypatch.setattr(blas_choice, "CHOICE_MIN", 1)
     monkeypatch.setattr(blas_choice, "pool_threads", lambda: 2)     # two numba threads
     monkeypatch.setattr(blas_split, "enter", lambda threads: None)  # numba's own count
@@ -108,7 +108,7 @@ def every_way(monkeypatch):
 
 
 def _ways(dtype, m, n):
-    from graphc.kernels import blas_choice
+    from graphc.kernels.cpu import blas_choice
     return blas_choice.ways_for(dtype, m, n, max(2, blas.blas_threads()), 2)
 
 

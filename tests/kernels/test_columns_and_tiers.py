@@ -5,9 +5,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import graphc as gc
-from graphc.kernels import codegen, groups, output_pool
-from graphc.kernels.codegen_columns import BLOCK
-from graphc.kernels.cpu import compile_plan
+from graphc.kernels.cpu import codegen, groups, output_pool
+from graphc.kernels.cpu.codegen_columns import BLOCK
+from graphc.kernels.cpu.backend import compile_plan
 from graphc.kernels.stats import COUNTS
 from agreement_helpers import agree
 

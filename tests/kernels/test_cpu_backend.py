@@ -10,7 +10,8 @@ import pytest
 
 import graphc as gc
 from graphc.errors import InvalidArgumentError
-from graphc.kernels import cache, cpu, groups
+from graphc.kernels import cache
+from graphc.kernels.cpu import backend as cpu, groups
 from graphc.kernels.stats import COUNTS
 from graphc.runtime.backends import get_backend
 
@@ -355,7 +356,7 @@ def test_top_level_scalar_cond_is_lowered_and_agrees(numba_forced):
 
 
 def test_loops_are_interpreted_until_they_cost_enough(monkeypatch):
-    from graphc.kernels import loops
+    from graphc.kernels.cpu import loops
     monkeypatch.setenv("GRAPHC_NUMBA_MIN_SIZE", "16384")
     monkeypatch.setattr(loops, "LOOP_COMPILE_AFTER", 3600.0)
 
@@ -385,7 +386,7 @@ def test_openmp_spin_count_default_leaves_the_users_setting(preset, want):
     env = {k: v for k, v in os.environ.items()
            if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
     env.update(preset)
-    code = "import os, graphc.kernels.cpu; print(os.environ.get('GOMP_SPINCOUNT'))"
+    code = "import os, graphc.kernels.cpu.backend; print(os.environ.get('GOMP_SPINCOUNT'))"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True).stdout.strip()
     assert out == str(want)
@@ -396,7 +397,7 @@ def test_a_plan_of_numpy_rules_alone_runs_the_interpreters_runner(numba_forced):
     over the optimized graph (less per-op overhead), with the same results; a plan holding a
     fused group keeps running itself."""
     import graphc as gc
-    from graphc.kernels.cpu import Plan
+    from graphc.kernels.cpu.backend import Plan
     from graphc.runtime.executor import compile_graph
     x = gc.constant(np.array([1.5, -0.0, np.inf], np.float32))
     y = gc.constant(np.array([2.0, 0.0, -np.inf], np.float32))

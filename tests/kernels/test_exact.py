@@ -1,4 +1,4 @@
-"""graphc.kernels.exact: the building blocks that keep kernels on numpy's rules."""
+"""graphc.kernels.cpu.exact: the building blocks that keep kernels on numpy's rules."""
 import math
 
 import numpy as np
@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 from numba import njit
 from numba.core.errors import TypingError
 
-from graphc.kernels import exact
+from graphc.kernels.cpu import exact
 
 
 @njit

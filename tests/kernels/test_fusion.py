@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from graphc.kernels import codegen
+from graphc.kernels.cpu import codegen
 from graphc.kernels.fusion import fuse
 from graphc.runtime.passes import optimize
 from agreement_helpers import agree

@@ -14,7 +14,7 @@ from hypothesis import given, strategies as st
 
 import graphc as gc
 from graphc.errors import InvalidArgumentError
-from graphc.kernels import loops
+from graphc.kernels.cpu import loops
 from loop_helpers import FEW, agree, fallback_reason, line_of, loops_of, seeded
 
 pytestmark = pytest.mark.usefixtures("kernel_env")  # tests/kernels/conftest.py: compile at once

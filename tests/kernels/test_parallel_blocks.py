@@ -4,10 +4,10 @@ import numba
 import numpy as np
 import pytest
 
-from graphc.kernels import groups
-from graphc.kernels.codegen_parallel import (ALL, RANGE_TYPES, arg_types, run_blocks,
+from graphc.kernels.cpu import groups
+from graphc.kernels.cpu.codegen_parallel import (ALL, RANGE_TYPES, arg_types, run_blocks,
                                              serial_address)
-from graphc.kernels.launch import PARALLEL, enter
+from graphc.kernels.cpu.launch import PARALLEL, enter
 
 
 @numba.njit

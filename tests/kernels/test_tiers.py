@@ -10,8 +10,9 @@ import pytest
 
 import graphc as gc
 from graphc.cli.graph import backend_report
-from graphc.kernels import groups, groups_tier, loops, tiers
-from graphc.kernels.cpu import compile_plan, describe
+from graphc.kernels.cpu import groups, groups_tier, loops
+from graphc.kernels import tiers
+from graphc.kernels.cpu.backend import compile_plan, describe
 from graphc.kernels.stats import COUNTS
 
 pytest.importorskip("numba")
@@ -297,7 +298,7 @@ def _one_free_core_then_more(monkeypatch):
     """A fake free-core count the test changes ({"n": 1} at first), at least two numba
     threads, no real thread-count switch, prange at any size, every call sampled and the
     kernel-vs-numpy choice measured."""
-    from graphc.kernels import adaptive, cores, launch
+    from graphc.kernels.cpu import adaptive, cores, launch
     free = {"n": 1}
     monkeypatch.setattr(cores, "free_cores", lambda: free["n"])
     monkeypatch.setattr(launch.numba.config, "NUMBA_NUM_THREADS",
@@ -315,7 +316,7 @@ def test_a_remeasure_needing_an_uncompiled_variant_compiles_it_in_the_background
     """Measured on one free core: serial only is compiled. A second core frees up, the
     choice expires, and the re-measure needs prange: it compiles on the compile thread
     while the old choice keeps running, then the variants are measured."""
-    from graphc.kernels import adaptive
+    from graphc.kernels.cpu import adaptive
     free = _one_free_core_then_more(monkeypatch)
     x = np.linspace(-1, 1, 64, dtype=np.float64).reshape(8, 8)
     want = np.exp(x * 0.25) - x
@@ -353,7 +354,7 @@ def test_a_remeasure_needing_an_uncompiled_variant_compiles_it_in_the_background
 
 def test_a_remeasure_in_sync_mode_compiles_the_new_variant_on_the_call(background,
                                                                        monkeypatch):
-    from graphc.kernels import adaptive
+    from graphc.kernels.cpu import adaptive
     monkeypatch.setenv("GRAPHC_COMPILE", "sync")
     free = _one_free_core_then_more(monkeypatch)
     x = np.linspace(-1, 1, 64, dtype=np.float64).reshape(8, 8)

@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 from numba.core.errors import TypingError
 
 from graphc.kernels import vecmath as vm
-from graphc.kernels import vecmath_bits as bits
+from graphc.kernels.vecmath import bits as bits
 from graphc.runtime.registry import REGISTRY
 import graphc.runtime.ops  # noqa: F401 - registers the ops
 
@@ -390,7 +390,7 @@ def test_ulp_distance_rejects_mixed_dtypes_with_the_fix():
                                         ("log", np.float64)])
 def test_committed_coefficients_are_what_the_fit_script_produces(name, dtype):
     pytest.importorskip("mpmath")
-    from graphc.kernels import vecmath_coeffs, vecmath_fit
+    from graphc.kernels.vecmath import coeffs as vecmath_coeffs, fit as vecmath_fit
     g, w, lo, hi, degrees = vecmath_fit.TABLES[name]
     fitted = [dtype(c) for c in vecmath_fit.fit(g, w, lo, hi, degrees[dtype])]
     table = getattr(vecmath_coeffs, f"{name.upper()}_{'F32' if dtype is np.float32 else 'F64'}")

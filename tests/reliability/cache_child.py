@@ -102,7 +102,8 @@ def main():
         import numpy as np
 
         import graphc as gc
-        from graphc.kernels import cache, groups
+        from graphc.kernels import cache
+        from graphc.kernels.cpu import groups
         from graphc.kernels.stats import COUNTS
         f = gc.function(eval(f"lambda x: {fn}", {"gc": gc}), backend="numba")  # noqa: S307
         x = np.linspace(0.25, 2.0, 5, dtype=np.float32)

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from graphc.kernels import cache, cache_trust, groups
+from graphc.kernels import cache, cache_trust
+from graphc.kernels.cpu import groups
 from graphc.kernels.cache_trust import KernelCacheWarning
 
 pytest.importorskip("numba")

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import graphc as gc
-from graphc.kernels import cpu
-from graphc.kernels.vecmath_ulp import ulp_distance
+from graphc.kernels.cpu import backend as cpu
+from graphc.kernels.vecmath.ulp import ulp_distance
 from graphc.runtime.dispatch import bind
 from graphc.runtime.registry import REGISTRY
 

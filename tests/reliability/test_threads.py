@@ -319,7 +319,7 @@ def test_variable_reads_returned_never_change_while_other_threads_assign(backend
 
 
 def test_in_place_gemm_update_never_changes_a_returned_read(numba_forced):
-    from graphc.kernels import blas, cpu
+    from graphc.kernels.cpu import blas, backend as cpu
     if not blas.available():
         pytest.skip("numpy's BLAS exports no cblas gemm here")
     rng = np.random.default_rng(0)

@@ -192,7 +192,7 @@ def test_names_may_be_given_per_top_level_var():
 
 
 def test_numba_backend_agrees_with_the_interpreter(numba_forced):
-    pytest.importorskip("graphc.kernels.cpu")   # registers the "numba" backend
+    pytest.importorskip("graphc.kernels.cpu.backend")   # registers the "numba" backend
 
     def ta_loop(x, n):
         ta = gc.TensorArray(gc.float32, size=0, dynamic_size=True, element_shape=[2])

@@ -125,7 +125,7 @@ def test_summary_in_while_loop_on_numba(tmp_path, numba_forced):
     with w.as_default(), numba_forced.expect(kernels=True):
         out = loop(x, np.int64(4))
     w.close()
-    from graphc.kernels.cpu import describe
+    from graphc.kernels.cpu.backend import describe
     assert "interpreted" in describe(loop.get_concrete_function(x, np.int64(4)).graph)
     ref, want = np.exp(x * np.float32(0.0)) * np.float32(1.0), []
     for i in range(4):

@@ -6,7 +6,7 @@ import numpy as np
 from ... import dtypes as _dt
 from ...errors import InvalidArgumentError
 from ..dispatch import bind, convert_like, convert_to_tensor
-from ..autodiff import unbroadcast
+from ..autodiff.tape import unbroadcast
 from ..registry import register, ELEMENTWISE
 from ..tensor import OPS as P
 from ._rules import (FLOAT, NUMERIC, INTEGER, BOOL, ANY, check_kind, same_dtype,

@@ -105,7 +105,7 @@ def _getitem_impl(x, *tensors, index):
 
 
 def _getitem_vjp(gs, outs, ins, index):
-    from ..autodiff_ops import scatter_like
+    from ..autodiff.ops import scatter_like
     return [scatter_like(gs[0], ins[0], index, list(ins[1:]))] + [None] * (len(ins) - 1)
 
 
@@ -131,7 +131,7 @@ def _gather_impl(x, idx, axis):
 
 
 def _gather_vjp(gs, outs, ins, axis):
-    from ..autodiff_ops import scatter_like
+    from ..autodiff.ops import scatter_like
     index = (("slice", None, None, None),) * axis + (("take", "$1"),)
     return [scatter_like(gs[0], ins[0], index, [ins[1]]), None]
 

@@ -47,7 +47,7 @@ def _matmul_impl(a, b, transpose_a, transpose_b):
 def _matmul_vjp(gs, outs, ins, transpose_a, transpose_b, needs=(True, True)):
     """Standard matmul gradients per transpose flag, summed over broadcast batch dims;
     only for the operands that lead to watched values (`needs`)."""
-    from ..autodiff import unbroadcast
+    from ..autodiff.tape import unbroadcast
     g, (a, b) = gs[0], ins
     ta, tb = transpose_a, transpose_b
     da = db = None

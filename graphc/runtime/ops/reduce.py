@@ -215,7 +215,7 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
     x = convert_to_tensor(input_tensor)
     check_kind("reduce_logsumexp", x.type, "float")
     axes = normalize_axes("reduce_logsumexp", axis, x.ndim)
-    from ..autodiff import stop_gradient   # the shift cancels out: its gradient is zero
+    from ..autodiff.tape import stop_gradient   # the shift cancels out: its gradient is zero
     raw_max = stop_gradient(PUBLIC["reduce_max"](x, axes, keepdims=True))
     finite = E["less"](E["abs"](raw_max), np.inf)
     shift = E["where"](finite, raw_max, 0.0)

@@ -376,7 +376,7 @@ def _broadcast_impl(x, *dynamic, shape=None):
 
 
 def _broadcast_vjp(gs, outs, ins, shape=None):
-    from ..autodiff import unbroadcast
+    from ..autodiff.tape import unbroadcast
     return [unbroadcast(gs[0], ins[0].shape), None]
 
 

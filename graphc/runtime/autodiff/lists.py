@@ -2,13 +2,13 @@
 
 A list's gradient is a list gradient (element index -> gradient), see autodiff_ops.
 """
-from . import autodiff
-from .autodiff_ops import list_op
-from .registry import REGISTRY, defvjp
+from . import tape as autodiff
+from .ops import list_op
+from ..registry import REGISTRY, defvjp
 
 
 def _concat_list_vjp(gs, outs, ins, element_shape, num_elements):
-    from .tensor import OPS
+    from ..tensor import OPS
     es = element_shape
     if es is None or None in es:
         raise NotImplementedError("gradient of TensorArray.concat needs a static element "
@@ -48,7 +48,7 @@ for _type in ("tensor_list_new", "tensor_list_size"):
 def taped_list_op(apply, type_, inputs, attrs):
     """An eager TensorArray op while a tape records: lists are copied before a write (so
     every version stays a distinct value) and the op is recorded like any other."""
-    from .tensor_list import TensorList
+    from ..tensor_list import TensorList
     copied = []
     for x in inputs:
         if isinstance(x, TensorList) and type_ in ("tensor_list_write", "tensor_list_unstack"):

@@ -3,7 +3,7 @@
 Each polynomial is a weighted least-squares fit, in 60-digit mpmath arithmetic, on Chebyshev
 nodes of the reduced interval; the weight is the factor by which a coefficient error reaches the
 final result, so the fit minimises the error that matters (near-minimax on Chebyshev nodes).
-`python3 -m graphc.kernels.vecmath_fit` prints every table with its worst weighted error after
+`python3 -m graphc.kernels.vecmath.fit` prints every table with its worst weighted error after
 rounding the coefficients to the target precision; the printed values are pasted into
 `vecmath_*.py`.
 """
@@ -122,7 +122,7 @@ def _trig_constants():
 def main(path=None):
     """Print, or write to `path` as a Python module, every table with its worst error."""
     lines = ['"""Polynomial coefficients for `vecmath`; generated, do not edit:',
-             "python3 -m graphc.kernels.vecmath_fit graphc/kernels/vecmath_coeffs.py", '"""',
+             "python3 -m graphc.kernels.vecmath.fit graphc/kernels/vecmath_coeffs.py", '"""',
              "import numpy as np", ""]
     for name, (coeffs, err) in tables().items():
         cast = "np.float32" if name.endswith("_F32") else "np.float64"

@@ -7,15 +7,16 @@ from functools import partial
 
 import numpy as np
 
-from .. import config
-from ..runtime.registry import REGISTRY
-from ..runtime.run_errors import is_located, located
-from . import adaptive, cache, codegen, codegen_chunks, cores, groups_tier, tiers
-from .fusion import REDUCTIONS
+from ... import config
+from ...runtime.registry import REGISTRY
+from ...runtime.run_errors import is_located, located
+from . import adaptive, codegen, codegen_chunks, cores, groups_tier
+from .. import cache, tiers
+from ..fusion import REDUCTIONS
 from .codegen_parallel import ALL, RANGE_TYPES, arg_types, serial_address
 from .launch import PARALLEL, enter, parallel_or_serial, region_threads
 from .output_pool import OutputPool
-from .stats import COUNTS
+from ..stats import COUNTS
 
 # From `benchmarks/cpu_bench.py --thresholds` on the 2-core dev machine: a fused kernel
 # already beats the numpy rules per call at 256 elements (8 us vs 18 us for a 3-op chain),

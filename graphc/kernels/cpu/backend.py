@@ -8,12 +8,13 @@ shapes big enough to be worth it.
 import os
 from functools import partial
 
-from ..runtime.backends import register_backend
-from ..runtime.executor import compile_graph, last_uses
-from ..runtime.registry import REGISTRY
-from ..runtime.run_errors import located
-from . import blas, cache, codegen, loops, tiers
-from .fusion import fuse
+from ...runtime.backends import register_backend
+from ...runtime.executor import compile_graph, last_uses
+from ...runtime.registry import REGISTRY
+from ...runtime.run_errors import located
+from . import blas, codegen, loops
+from .. import cache, tiers
+from ..fusion import fuse
 from .groups import KERNEL_NAME, GroupRunner
 
 # How numba's OpenMP workers (libgomp) wait between parallel regions. Sleeping at once
@@ -147,7 +148,7 @@ def _blas_updates(graph, parts):
 
 def _optimized(graph):
     try:
-        from ..runtime.passes import optimize
+        from ...runtime.passes import optimize
     except ImportError:
         return graph, None
     try:

@@ -2,11 +2,11 @@
 per-iteration stacks a differentiated while loop keeps for its backward loop."""
 import numpy as np
 
-from .. import dtypes as _dt
-from ..errors import InvalidArgumentError
-from .dispatch import bind
-from .registry import register, OPAQUE, STATE
-from .types import TensorType, ListType
+from ... import dtypes as _dt
+from ...errors import InvalidArgumentError
+from ..dispatch import bind
+from ..registry import register, OPAQUE, STATE
+from ..types import TensorType, ListType
 
 
 # -- getitem_grad: zeros shaped like x, with g added at x[index] ---------------------------
@@ -194,11 +194,11 @@ def is_list_value(x):
 
 def list_op(type_, *inputs, **attrs):
     """Apply a list-gradient op: a graph node while tracing, else computed at once."""
-    from . import context
-    from .tensor import Tensor
+    from .. import context
+    from ..tensor import Tensor
     if context.current_graph() is not None:
         return bind(type_, *inputs, **attrs)
-    from .registry import REGISTRY
+    from ..registry import REGISTRY
     values = [x._np if type(x) is Tensor else x for x in inputs]
     result = REGISTRY[type_].numpy(*values, **attrs)
     return result if isinstance(result, ListGrad) else Tensor._concrete(np.asarray(result))

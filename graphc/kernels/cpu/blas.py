@@ -21,8 +21,8 @@ import threading
 
 import numpy as np
 
-from ..runtime import variables
-from ..runtime.types import TensorType
+from ...runtime import variables
+from ...runtime.types import TensorType
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 # Below this many output elements a fused call saves less than ctypes costs (~3 us).
@@ -247,7 +247,7 @@ def may_split(op):
 def _MATMUL(a, b, **attrs):
     rule = _RULE.get("matmul")
     if rule is None:
-        from ..runtime.registry import REGISTRY
+        from ...runtime.registry import REGISTRY
         rule = _RULE["matmul"] = REGISTRY["matmul"].numpy
     return rule(a, b, **attrs)
 
@@ -296,7 +296,7 @@ def find_updates(graph):
 def update_step(assign, mm, mul):
     """(fn, input values) for a Plan step running the fused update, with a fallback that
     runs the three ops' numpy rules when gemm does not apply to the run-time arrays."""
-    from ..runtime.registry import REGISTRY
+    from ...runtime.registry import REGISTRY
     sign = -1.0 if assign.type == "assign_sub_variable" else 1.0
     ta, tb = mm.attrs["transpose_a"], mm.attrs["transpose_b"]
     scale_v = None

@@ -2,7 +2,9 @@
 their numba types, the compile thread's job, and the switch between calls."""
 from functools import partial
 
-from . import adaptive, cache, cores, groups, tiers
+from . import adaptive, cores, groups
+
+from .. import cache, tiers
 from .codegen_parallel import ADDRESS_TYPE, RANGE_TYPES
 from .launch import PARALLEL
 

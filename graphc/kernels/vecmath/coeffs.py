@@ -1,5 +1,5 @@
 """Polynomial coefficients for `vecmath`; generated, do not edit:
-python3 -m graphc.kernels.vecmath_fit graphc/kernels/vecmath_coeffs.py
+python3 -m graphc.kernels.vecmath.fit graphc/kernels/vecmath_coeffs.py
 """
 import numpy as np
 

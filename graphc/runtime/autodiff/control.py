@@ -10,15 +10,16 @@ loop runs from the last iteration to the first, reading them back.
 """
 import numpy as np
 
-from .. import dtypes as _dt
-from . import autodiff, context
-from .autodiff import GradientTape, key, zeros_for
-from .autodiff_ops import list_op, is_list_value  # also registers the gradient primitives
-from .dispatch import bind, constant, resolve
-from .graph import Graph, Operation, Value
-from .registry import REGISTRY, defvjp
-from .tensor import Tensor
-from .types import ListType, TensorType
+from ... import dtypes as _dt
+from . import tape as autodiff
+from .. import context
+from .tape import GradientTape, key, zeros_for
+from .ops import list_op, is_list_value  # also registers the gradient primitives
+from ..dispatch import bind, constant, resolve
+from ..graph import Graph, Operation, Value
+from ..registry import REGISTRY, defvjp
+from ..tensor import Tensor
+from ..types import ListType, TensorType
 
 # the gradient of a read is the variable's gradient (backward() accumulates it by variable)
 defvjp("read_variable", lambda gs, outs, ins: [gs[0]])
@@ -202,7 +203,7 @@ def _expose_exports(outs, saved):
 
 
 def _cond_vjp(gs, outs, ins, true_branch, false_branch, _op=None, _graph=None):
-    from .control_flow import cond
+    from ..control_flow import cond
     if _op is None:
         raise NotImplementedError("cond gradients need the traced cond node")
     saved = _export_cond(_op, _graph)
@@ -277,7 +278,7 @@ def _export_while(op, g):
 
 
 def _while_vjp(gs, outs, ins, cond, body, n_vars, _op=None, _graph=None):
-    from .control_flow import while_loop
+    from ..control_flow import while_loop
     if _op is None:
         raise NotImplementedError("while gradients need the traced while node")
     if getattr(body, "_grad_backward", False):
@@ -363,4 +364,4 @@ def _invariant(t):
 defvjp("while", _while_vjp)
 
 
-from . import autodiff_lists  # noqa: E402,F401  (the TensorArray rules)
+from . import lists as autodiff_lists  # noqa: E402,F401  (the TensorArray rules)

@@ -30,13 +30,13 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import lower_builtin, type_callable
 
-from . import vecmath_bits as _bits
-from .vecmath_explog import make_exp, make_log, make_log1p
-from .vecmath_pow import make_pow
-from .vecmath_special import make_erf, make_sigmoid, make_tanh
-from .vecmath_trig import (F32_FAST_ACCURATE_BELOW, F64_ACCURATE_BELOW, make_cos, make_sin,
+from . import bits as _bits
+from .explog import make_exp, make_log, make_log1p
+from .pow import make_pow
+from .special import make_erf, make_sigmoid, make_tanh
+from .trig import (F32_FAST_ACCURATE_BELOW, F64_ACCURATE_BELOW, make_cos, make_sin,
                            make_tan, make_trig_miss)
-from .vecmath_ulp import max_ulp_error, ulp_distance  # noqa: F401 - public helpers
+from .ulp import max_ulp_error, ulp_distance  # noqa: F401 - public helpers
 
 __all__ = ["exp", "log", "log1p", "tanh", "sigmoid", "sin", "cos", "tan", "erf", "pow",
            "sqrt", "floor", "ceil", "rint", "sign", "abs", "fast_sin", "fast_cos", "fast_tan",

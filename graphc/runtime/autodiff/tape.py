@@ -11,9 +11,9 @@ is, and its rule (autodiff_control) differentiates the subgraph.
 """
 import numpy as np
 
-from . import context, nest
-from .registry import REGISTRY
-from .tensor import Tensor
+from .. import context, nest
+from ..registry import REGISTRY
+from ..tensor import Tensor
 
 
 def key(x):
@@ -190,7 +190,7 @@ def _prune_unused(graph, before, results):
 
 def _jacobian(tape, target, sources, unconnected):
     """One backward pass per element of `target` (its size must be static)."""
-    from .dispatch import convert_to_tensor
+    from ..dispatch import convert_to_tensor
     ops = _ops()
     target = convert_to_tensor(target)
     if None in target.shape:
@@ -229,14 +229,14 @@ class _Paused:
 
 
 def _ops():
-    from .tensor import OPS
+    from ..tensor import OPS
     return OPS
 
 
 def backward(records, targets, ogs):
     """Run the rules of `records` in reverse from `targets` (seeded with `ogs`, None meaning
     ones). Returns {key: gradient}."""
-    from .dispatch import convert_to_tensor
+    from ..dispatch import convert_to_tensor
     ops = _ops()
     grads = {}
     for t, g in zip(targets, ogs):
@@ -269,14 +269,14 @@ def _differentiable(x):
 
 
 def _is_list(x):
-    from .autodiff_ops import is_list_value
+    from .ops import is_list_value
     return is_list_value(x)
 
 
 def zeros_for(x):
     """A zero gradient for `x` (a TensorArray list gets an empty list gradient)."""
     if _is_list(x):
-        from .autodiff_ops import list_op
+        from .ops import list_op
         return list_op("list_grad_new", dtype=x.dtype)
     if hasattr(x, "_resolve_in"):      # a variable: zeros of its shape, without reading it
         return _ops()["zeros"](x.shape, x.dtype)
@@ -290,7 +290,7 @@ def accumulate(grads, x, g):
     if prev is None:
         grads[k] = g
     elif _is_list(prev) or _is_list(g):
-        from .autodiff_ops import list_op
+        from .ops import list_op
         grads[k] = list_op("list_grad_add", prev, g)
     else:
         grads[k] = _ops()["add"](prev, g)
@@ -311,7 +311,7 @@ def _result(grads, source, unconnected):
 
 def stop_gradient(x, name=None):
     """The identity, but gradients do not flow through it."""
-    from .dispatch import bind, convert_to_tensor
+    from ..dispatch import bind, convert_to_tensor
     return bind("stop_gradient", convert_to_tensor(x))
 
 

@@ -2,9 +2,9 @@
 import numba
 import numpy as np
 
-from . import vecmath_coeffs as C
-from .vecmath_bits import copysign, fabs, horner, horner2, inlined, mad, select
-from .vecmath_explog import JIT, make_exp
+from . import coeffs as C
+from .bits import copysign, fabs, horner, horner2, inlined, mad, select
+from .explog import JIT, make_exp
 
 _TANH_POLY_BELOW = 0.625          # |x| where tanh switches from x + x^3 P(x^2) to exp
 _ERF_POLY_BELOW = 0.875           # |x| where erf switches from x + x P(x^2) to 1 - erfc

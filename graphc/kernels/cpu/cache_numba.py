@@ -18,7 +18,7 @@ from numba.core import compiler
 from numba.core.caching import _Cache
 from numba.core.serialize import dumps
 
-from . import cache_trust as trust
+from .. import cache_trust as trust
 
 PLACE = "__graphc_cache__"    # global of a generated module: a Place, or None (no disk cache)
 
@@ -51,7 +51,7 @@ def _sealed_cache(f):
     if PLACE in g:           # a generated module: where cache.load_module put it (or nowhere)
         place = g[PLACE]
         return None if place is None else SealedCache(f, place.stamp, lambda: place.root)
-    from . import cache      # graphc's own code: its source file is the stamp
+    from .. import cache  # graphc's own code: its source file is the stamp
     try:
         with open(inspect.getfile(f), "rb") as src:
             stamp = hashlib.sha256(src.read()).hexdigest()

@@ -7,10 +7,10 @@ since an error e in y*log|x| becomes a relative error e in the result and |y log
 import numba
 import numpy as np
 
-from . import vecmath_coeffs as C
-from .vecmath_bits import (copysign, fabs, fma, horner, inlined, log_exponent, log_mantissa,
+from . import coeffs as C
+from .bits import (copysign, fabs, fma, horner, inlined, log_exponent, log_mantissa,
                            mad, rint, select, to_float32, to_float64)
-from .vecmath_explog import JIT, _LN2, make_exp_core, make_log
+from .explog import JIT, _LN2, make_exp_core, make_log
 
 _exp64 = make_exp_core(np.float64)
 _log64 = make_log(np.float64)

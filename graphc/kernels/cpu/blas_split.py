@@ -15,7 +15,9 @@ from llvmlite import ir
 from numba import prange, types
 from numba.extending import intrinsic
 
-from . import blas, tiers
+from . import blas
+
+from .. import tiers
 from .cache_numba import njit     # cache=True: machine code in graphc's sealed cache only
 from .launch import PARALLEL, enter
 

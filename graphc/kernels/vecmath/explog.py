@@ -7,8 +7,8 @@ Special values are patched in at the end with `select`, never with `if`.
 import numba
 import numpy as np
 
-from . import vecmath_coeffs as C
-from .vecmath_bits import (horner, inlined, log_exponent, log_mantissa, mad, pow2i, rint,
+from . import coeffs as C
+from .bits import (horner, inlined, log_exponent, log_mantissa, mad, pow2i, rint,
                            select)
 
 # Only FMA contraction: reassociation would break the Cody-Waite and two-sum steps, and the

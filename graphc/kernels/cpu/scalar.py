@@ -1,6 +1,6 @@
 """Scalar functions named by the registry's `scalar` templates, as numba-callable functions.
 
-Generated kernels do `from graphc.kernels.scalar import *`. The math functions come from
+Generated kernels do `from graphc.kernels.cpu.scalar import *`. The math functions come from
 `graphc.kernels.vecmath.SCALAR_FUNCS` (polynomial versions LLVM can vectorize) when that
 module exists, else from `math`/numpy. max/min propagate NaN like np.maximum/np.minimum
 (Python's max/min do not), and floor/ceil/rint keep the float dtype (math.floor returns int).
@@ -15,7 +15,7 @@ from numpy import bool_, float32, float64, int32, int64  # noqa: F401 - used by 
 from .exact import (block_sum, buffer_sum, cascade_push, cascade_total,  # noqa: F401
                     row_maximum, row_minimum, stack_array, to_int32, to_int64, wabs, wadd,
                     wmul, wneg, wsub)
-from .vecmath_bits import prefer_vector_width  # noqa: F401 - see codegen.vector_width
+from ..vecmath.bits import prefer_vector_width  # noqa: F401 - see codegen.vector_width
 
 _INLINE = dict(error_model="numpy")
 
@@ -146,7 +146,7 @@ def fast_trig_miss(a):
 def _use_vecmath():
     """Replace the libm-backed functions with vecmath's vectorizable ones where it has them."""
     try:
-        from . import vecmath
+        from .. import vecmath
     except Exception:  # noqa: BLE001 - vecmath is optional; a broken one must not break kernels
         return ()
     used = []

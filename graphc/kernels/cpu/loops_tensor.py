@@ -12,10 +12,10 @@ is one loop).
 """
 import numpy as np
 
-from ..runtime.registry import REGISTRY, ELEMENTWISE
-from ..runtime.types import TensorType
+from ...runtime.registry import REGISTRY, ELEMENTWISE
+from ...runtime.types import TensorType
 from .codegen import int_op, np_name, statement
-from .fusion import SUPPORTED_DTYPES
+from ..fusion import SUPPORTED_DTYPES
 
 # Bigger values run faster as fused kernels and BLAS than as naive loop nests, and their
 # buffers would no longer stay in L1 across iterations.

@@ -15,11 +15,11 @@ import time
 
 import numpy as np
 
-from .. import config
-from ..runtime.registry import REGISTRY, ELEMENTWISE
-from ..runtime.types import TensorType
-from . import cache, tiers
-from .stats import COUNTS
+from ... import config
+from ...runtime.registry import REGISTRY, ELEMENTWISE
+from ...runtime.types import TensorType
+from .. import cache, tiers
+from ..stats import COUNTS
 from .codegen import np_name, statement, where
 from .loops_shape import ShapeLowering
 from .loops_tensor import (MAX_LOOP_TENSOR_ELEMENTS, SUPPORTED_TENSOR_OPS,  # noqa: F401
@@ -314,8 +314,8 @@ def lower(op):
     body = ([f"def loop_kernel({', '.join(params)}):"] + ["    " + ln for ln in em.allocs]
             + em.lines)
     header = ["import numpy as np",
-              "from graphc.kernels.cache_numba import njit  # cache=True: graphc's sealed cache",
-              "from graphc.kernels.scalar import *  # noqa: F401,F403", ""]
+              "from graphc.kernels.cpu.cache_numba import njit  # cache=True: graphc's sealed cache",
+              "from graphc.kernels.cpu.scalar import *  # noqa: F401,F403", ""]
     if em.consts:
         header += em.consts + [""]
     footer = ["", "loop_kernel = njit(cache=True, error_model='numpy')(loop_kernel)"]

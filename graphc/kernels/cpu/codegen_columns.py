@@ -16,8 +16,9 @@ LLVM vectorizes, and the reduction outputs themselves are the accumulators:
 Blocks split the last kept axis so that threads own disjoint accumulators. Used when every
 reduction is terminal (its result leaves the group and feeds nothing inside it).
 """
-from .codegen import _Body, _identity, _update, np_name
-from .fusion import REDUCTIONS
+from ..expr import accumulate, identity, np_name
+from .codegen import _Body
+from ..fusion import REDUCTIONS
 
 BLOCK = 512     # columns per block: an outer iteration, a row strip that stays in L1
 
@@ -54,7 +55,7 @@ class ColumnBody(_Body):
         init = []
         for op in reds:
             v, dt = op.outputs[0], op.outputs[0].type.dtype
-            init.append(f"{self._acc(op)} = {np_name(dt)}({_identity(op.type, dt)})")
+            init.append(f"{self._acc(op)} = {np_name(dt)}({identity(op.type, dt)})")
         out += self._kept_loops(init, 1, rest, last)
         body = [f"x{k} = {self._load(k)}" for k, v in enumerate(g.inputs)
                 if self.level[id(v)] != "const"]
@@ -99,7 +100,7 @@ class ColumnBody(_Body):
         v, src = op.outputs[0], op.inputs[0]
         dt = v.type.dtype
         acc = self._acc(op)
-        lines = _update(op.type, acc, self._ref(src), np_name(dt), dt.is_floating)
+        lines = accumulate(op.type, acc, self._ref(src), np_name(dt), dt.is_floating)
         if op.type in ("reduce_max", "reduce_min") and dt.is_floating:
             flag = f"{self._flag(op)}[{', '.join(f'i{a}' for a in self.K)}]"
             lines[-1] = f"{flag} |= {self._ref(src)} != {self._ref(src)}"

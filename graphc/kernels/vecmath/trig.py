@@ -18,10 +18,10 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from . import vecmath_coeffs as C
-from .vecmath_bits import (fabs, floor, fma, horner, inlined, mad, rint, select, to_float32,
+from . import coeffs as C
+from .bits import (fabs, floor, fma, horner, inlined, mad, rint, select, to_float32,
                            to_float64)
-from .vecmath_explog import JIT
+from .explog import JIT
 
 F64_ACCURATE_BELOW = 2.0 ** 47
 _PH_FIRST_EXPONENT = 47          # float32 |x| >= 2**47 takes the Payne-Hanek path
