@@ -12,12 +12,191 @@ Contract between `backend` (plumbing: memory, fallback, control flow) and the ge
   `.describe()` is the text `graphc graph --backend cuda` shows (kernel kind, launch
   shape, source).
 - `matmul(a, b, **attrs)` with the matmul op's attrs: a device array, numpy's result.
+
+How: per set of input shapes a plan (domain, broadcast flags: `kernels.cpu.groups`'
+layout planning, shared with the CPU target) picks the generator -- `elementwise`
+(grid-stride), `reduce.row_source` (one block per row) or `reduce.two_pass_source`
+(column and full reductions) -- whose module is compiled once per process under a key
+from the spec's canonical text (ops, dtypes, ranks, broadcast flags; no dims). Shapes the
+kernel cannot take (a run-time broadcast that changes the domain) and empty domains run
+the group's numpy rules on host copies, which also raise the located error for bad shapes.
 """
+import numpy as np
+
+from ..fusion import raises_on_integers
+from . import codegen, elementwise, reduce
+from .gemm import matmul  # noqa: F401 - part of the contract
 
 
 def lower_group(group):
-    return None
+    """A GroupKernel for `group`, or None: integer pow/floordiv/mod raise in numpy's rule,
+    which a kernel cannot report (fusion keeps them out of groups already)."""
+    if any(raises_on_integers(op) for op in group.ops):
+        return None
+    return GroupKernel(group)
 
 
-def matmul(a, b, **attrs):
-    raise NotImplementedError("cuda matmul: provided by the kernel generators")
+class _Plan:
+    """One set of input shapes: the kernel module and how to launch it."""
+
+    def __init__(self, group, shapes):
+        from ..cpu.groups import _plan_layout     # target-neutral shape planning
+        lay = _plan_layout(group, shapes)
+        self.reason = lay.reason
+        self.domain, self.out_shapes = lay.domain, lay.out_shapes
+        self.size = lay.size if lay.spec is not None else 0
+        self.kind = self.ns = self.source = None
+        if lay.spec is None or self.size == 0:
+            self.reason = self.reason or "an empty domain (the numpy rules give its result)"
+            return
+        spec = lay.spec
+        if not spec.axes:
+            self.flat = lay.flat_spec is not None
+            spec = lay.flat_spec or spec
+            self.kind, self.source = elementwise.KERNEL, elementwise.source(spec)
+        else:
+            self.flat = False
+            self.body = codegen.Body(spec)
+            nk = int(np.prod([self.domain[a] for a in self.body.K], dtype=np.int64))
+            nr = self.size // nk
+            self.nk, self.nr = nk, nr
+            # long rows and few of them: the two-pass kernels spread a row over blocks
+            row = reduce.is_row(spec) and nk * codegen.THREADS * 32 >= nr
+            self.kind = reduce.ROW if row else reduce.TWO_PASS
+            self.source = (reduce.row_source if row else reduce.two_pass_source)(spec)
+        self.spec = spec
+        self.key = codegen.module_key(self.kind, spec.canonical())
+        self.launches = []
+
+    def kernel_names(self):
+        if self.kind == reduce.TWO_PASS:
+            n = len(self.body.reductions)
+            return [f"{p}_{j}" for j in range(n) for p in ("partials", "combine")] + ["final"]
+        return [self.kind]
+
+    def arg_types(self, group, fn):
+        """numba types of kernel `fn`'s arguments as this plan launches it (device arrays
+        are C-contiguous; what compiling ahead of a launch, e.g. to PTX, needs)."""
+        import inspect
+        from numba import types
+        from numba.np.numpy_support import from_dtype
+
+        def array(dtype, ndim):
+            return types.Array(from_dtype(dtype.np), max(ndim, 1), "C")
+        name = fn.py_func.__name__
+        red = self.body.reductions if self.kind != elementwise.KERNEL else []
+        out = []
+        for p in inspect.signature(fn.py_func).parameters:
+            if p.startswith("in"):
+                k = int(p[2:])
+                out.append(array(group.inputs[k].type.dtype, self.spec.in_ranks[k]))
+            elif p.startswith("out"):
+                k = int(p[3:])
+                ndim = 1 if self.flat else len(self.out_shapes[k])
+                out.append(array(group.outputs[k].type.dtype, ndim))
+            elif p.startswith("rb_"):
+                out.append(array(red[int(p[3:])].outputs[0].type.dtype, 1))
+            elif p == "part":
+                out.append(array(red[int(name.rsplit("_", 1)[1])].outputs[0].type.dtype, 1))
+            else:
+                out.append(types.int64)
+        return tuple(out)
+
+    def module(self):
+        if self.ns is None:
+            self.ns = codegen.load(self.key, self.source)
+        return self.ns
+
+
+class GroupKernel:
+    """Callable `(*device arrays) -> list of device arrays` for one fused group."""
+
+    def __init__(self, group):
+        self.group = group
+        self.plans = {}
+        self.last = None
+        self._numpy = None
+
+    def __call__(self, *inputs):
+        from numba import cuda
+        shapes = tuple(tuple(a.shape) for a in inputs)
+        plan = self.plans.get(shapes)
+        if plan is None:
+            plan = self.plans[shapes] = _Plan(self.group, shapes)
+        self.last = plan
+        if plan.kind is None:
+            return self.run_numpy(inputs)
+        ns = plan.module()
+        ins = [_vector(a) if a.ndim == 0 else a for a in inputs]
+        if plan.flat:
+            ins = [a if a.ndim <= 1 else a.reshape(a.size) for a in ins]
+        outs = [cuda.device_array(s if s else (1,), v.type.dtype.np)
+                for s, v in zip(plan.out_shapes, self.group.outputs)]
+        if plan.flat:
+            flat_outs = [o if o.ndim <= 1 else o.reshape(o.size) for o in outs]
+        else:
+            flat_outs = outs
+        dims = (plan.size,) if plan.flat else plan.domain
+        if plan.kind == elementwise.KERNEL:
+            _launch(plan, ns["elementwise"], codegen.blocks_for(plan.size),
+                    *ins, *flat_outs, *dims, plan.size)
+        elif plan.kind == reduce.ROW:
+            _launch(plan, ns["row"], codegen.blocks_for(plan.nk, 1),
+                    *ins, *outs, *dims, plan.nk, plan.nr)
+        else:
+            self._two_pass(plan, ns, ins, outs)
+        return [o.reshape(()) if s == () else o for o, s in zip(outs, plan.out_shapes)]
+
+    def _two_pass(self, plan, ns, ins, outs):
+        from numba import cuda
+        b, nk, nr = plan.body, plan.nk, plan.nr
+        target = codegen.max_blocks()
+        rbs = []
+        for j, op in enumerate(b.reductions):
+            nchunks, chunk = reduce.chunks(nr, nk, b.sequential(op), target)
+            dt = op.outputs[0].type.dtype.np
+            part = cuda.device_array(nchunks * nk, dt)
+            rb = cuda.device_array(nk, dt)
+            _launch(plan, ns[f"partials_{j}"], codegen.blocks_for(nk * nchunks, 1),
+                    *ins, *rbs, part, *plan.domain, nk, nr, nchunks, chunk)
+            _launch(plan, ns[f"combine_{j}"], codegen.blocks_for(nk, 1), part, rb, nk,
+                    nchunks)
+            rbs.append(rb)
+        n = nk * nr if b.full_outputs() else nk
+        _launch(plan, ns["final"], codegen.blocks_for(n), *ins, *rbs, *outs, *plan.domain,
+                nk, nr, n)
+
+    def run_numpy(self, inputs):
+        """The group's numpy rules on host copies (located errors included), uploaded."""
+        from numba import cuda
+        from ..cpu.groups import GroupRunner
+        if self._numpy is None:
+            self._numpy = GroupRunner(self.group)
+        host = [a.copy_to_host() if hasattr(a, "copy_to_host") else np.asarray(a)
+                for a in inputs]
+        return [cuda.to_device(np.ascontiguousarray(r)) for r in self._numpy.run_numpy(host)]
+
+    def describe(self):
+        """Kernel kind, launch shapes and source of the last call's plan."""
+        plan = self.last
+        if plan is None:
+            return f"{self.group.name}: not run yet"
+        if plan.kind is None:
+            return f"{self.group.name}: numpy rules on the host ({plan.reason})"
+        launches = ", ".join(f"{name}[{g}, {t}]" for name, g, t in plan.launches)
+        return (f"{self.group.name}: cuda {plan.kind} kernel over {list(plan.domain)}; "
+                f"launches {launches}\n{plan.source}")
+
+
+def _vector(a):
+    return a.reshape(1)
+
+
+def _launch(plan, kernel, blocks, *args):
+    threads = codegen.THREADS
+    entry = (kernel.py_func.__name__ if hasattr(kernel, "py_func") else str(kernel),
+             blocks, threads)
+    if entry not in plan.launches:
+        plan.launches.append(entry)
+    kernel[blocks, threads](*args)
+
