@@ -18,8 +18,8 @@ from ..fusion import REDUCTIONS
 from .scalar import SIMULATOR
 
 # The simulator runs every thread as a Python thread: small blocks, few of them.
-THREADS = 32 if SIMULATOR else 256
-MAX_BLOCKS = 4 if SIMULATOR else None      # None: a multiple of the device's SM count
+THREADS = 16 if SIMULATOR else 256
+MAX_BLOCKS = 3 if SIMULATOR else None      # None: a multiple of the device's SM count
 BLOCKS_PER_SM = 32
 
 HEADER = ["import math",

@@ -80,10 +80,10 @@ def _host_rule(a, b, **attrs):
     return REGISTRY["matmul"].numpy(a, b, **attrs)
 
 
-def _as3(x, batch_shape):
-    rows, cols = x.shape[-2:]
-    nb = int(np.prod(batch_shape, dtype=np.int64))
-    return x.reshape(nb, rows, cols), nb
+def _as3(x, shape):
+    """`x` as (batch, rows, cols) and the batch count."""
+    nb = int(np.prod(shape[:-2], dtype=np.int64))
+    return x.reshape(nb, *shape[-2:]), nb
 
 
 def _cupy():
@@ -101,12 +101,15 @@ def _cupy():
 def matmul(a, b, transpose_a=False, transpose_b=False):
     from numba import cuda
     attrs = dict(transpose_a=transpose_a, transpose_b=transpose_b)
-    m, ka = (a.shape[-1], a.shape[-2]) if transpose_a else a.shape[-2:]
-    kb, n = (b.shape[-1], b.shape[-2]) if transpose_b else b.shape[-2:]
+    sa, sb = tuple(a.shape), tuple(b.shape)
     try:
-        if a.ndim < 2 or b.ndim < 2 or ka != kb or a.dtype != b.dtype:
+        if len(sa) < 2 or len(sb) < 2 or a.dtype != b.dtype:
             raise ValueError
-        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        m, ka = (sa[-1], sa[-2]) if transpose_a else sa[-2:]
+        kb, n = (sb[-1], sb[-2]) if transpose_b else sb[-2:]
+        if ka != kb:
+            raise ValueError
+        batch = np.broadcast_shapes(sa[:-2], sb[:-2])
     except ValueError:      # the numpy rule's own error for these shapes
         _host_rule(a.copy_to_host(), b.copy_to_host(), **attrs)
         raise AssertionError("matmul: the numpy rule accepted shapes the kernel refused")
@@ -124,10 +127,10 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
     out = cuda.device_array(batch + (m, n), dtype)
     if out.size == 0:
         return out
-    a3, na = _as3(a, a.shape[:-2])
-    b3, nb = _as3(b, b.shape[:-2])
-    amap = np.broadcast_to(np.arange(na).reshape(a.shape[:-2]), batch).reshape(-1)
-    bmap = np.broadcast_to(np.arange(nb).reshape(b.shape[:-2]), batch).reshape(-1)
+    a3, na = _as3(a, sa)
+    b3, nb = _as3(b, sb)
+    amap = np.broadcast_to(np.arange(na).reshape(sa[:-2]), batch).reshape(-1)
+    bmap = np.broadcast_to(np.arange(nb).reshape(sb[:-2]), batch).reshape(-1)
     nbatch = len(amap)
     ns = module(dtype.name, transpose_a, transpose_b)
     tiles = nbatch * -(-m // TILE) * -(-n // TILE)

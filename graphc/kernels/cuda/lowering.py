@@ -46,6 +46,7 @@ class _Plan:
         self.domain, self.out_shapes = lay.domain, lay.out_shapes
         self.size = lay.size if lay.spec is not None else 0
         self.kind = self.ns = self.source = None
+        self.flat = self.columns = False
         if lay.spec is None or self.size == 0:
             self.reason = self.reason or "an empty domain (the numpy rules give its result)"
             return
@@ -55,7 +56,6 @@ class _Plan:
             spec = lay.flat_spec or spec
             self.kind, self.source = elementwise.KERNEL, elementwise.source(spec)
         else:
-            self.flat = False
             self.body = codegen.Body(spec)
             nk = int(np.prod([self.domain[a] for a in self.body.K], dtype=np.int64))
             nr = self.size // nk
@@ -63,9 +63,12 @@ class _Plan:
             # long rows and few of them: the two-pass kernels spread a row over blocks
             row = reduce.is_row(spec) and nk * codegen.THREADS * 32 >= nr
             self.kind = reduce.ROW if row else reduce.TWO_PASS
-            self.source = (reduce.row_source if row else reduce.two_pass_source)(spec)
+            self.columns = not row and nk >= codegen.THREADS
+            self.source = (reduce.row_source(spec) if row else
+                           reduce.two_pass_source(spec, self.columns))
         self.spec = spec
-        self.key = codegen.module_key(self.kind, spec.canonical())
+        self.key = codegen.module_key(f"{self.kind} columns={self.columns}",
+                                      spec.canonical())
         self.launches = []
 
     def kernel_names(self):
@@ -153,14 +156,15 @@ class GroupKernel:
         target = codegen.max_blocks()
         rbs = []
         for j, op in enumerate(b.reductions):
-            nchunks, chunk = reduce.chunks(nr, nk, b.sequential(op), target)
+            nchunks, chunk = reduce.chunks(nr, nk, b.sequential(op), target, plan.columns)
             dt = op.outputs[0].type.dtype.np
             part = cuda.device_array(nchunks * nk, dt)
             rb = cuda.device_array(nk, dt)
-            _launch(plan, ns[f"partials_{j}"], codegen.blocks_for(nk * nchunks, 1),
+            per_block = codegen.THREADS if plan.columns else 1     # tasks per block
+            _launch(plan, ns[f"partials_{j}"], codegen.blocks_for(nk * nchunks, per_block),
                     *ins, *rbs, part, *plan.domain, nk, nr, nchunks, chunk)
-            _launch(plan, ns[f"combine_{j}"], codegen.blocks_for(nk, 1), part, rb, nk,
-                    nchunks)
+            _launch(plan, ns[f"combine_{j}"], codegen.blocks_for(nk, per_block), part, rb,
+                    nk, nchunks)
             rbs.append(rb)
         n = nk * nr if b.full_outputs() else nk
         _launch(plan, ns["final"], codegen.blocks_for(n), *ins, *rbs, *outs, *plan.domain,
@@ -174,7 +178,7 @@ class GroupKernel:
             self._numpy = GroupRunner(self.group)
         host = [a.copy_to_host() if hasattr(a, "copy_to_host") else np.asarray(a)
                 for a in inputs]
-        return [cuda.to_device(np.ascontiguousarray(r)) for r in self._numpy.run_numpy(host)]
+        return [cuda.to_device(np.array(r, order="C")) for r in self._numpy.run_numpy(host)]
 
     def describe(self):
         """Kernel kind, launch shapes and source of the last call's plan."""
@@ -184,7 +188,8 @@ class GroupKernel:
         if plan.kind is None:
             return f"{self.group.name}: numpy rules on the host ({plan.reason})"
         launches = ", ".join(f"{name}[{g}, {t}]" for name, g, t in plan.launches)
-        return (f"{self.group.name}: cuda {plan.kind} kernel over {list(plan.domain)}; "
+        kind = plan.kind + (" (a thread per column)" if plan.columns else "")
+        return (f"{self.group.name}: cuda {kind} kernel over {list(plan.domain)}; "
                 f"launches {launches}\n{plan.source}")
 
 

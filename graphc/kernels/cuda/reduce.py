@@ -17,7 +17,7 @@ grid-stride kernel over the domain computes the outer statements and stores the 
 Float sums differ from numpy's only by rounding (tree order). Float products run
 sequentially in numpy's order on one thread (`Body.sequential`), max/min propagate NaN.
 """
-from .codegen import HEADER, THREADS, Body, count, decompose, kernel_source
+from .codegen import HEADER, THREADS, Body, decompose, kernel_source
 
 ROW = "row"
 TWO_PASS = "two_pass"
@@ -53,13 +53,18 @@ def acc_name(b, op):
     return f"acc_{b.names[id(op.outputs[0])]}"
 
 
-def _accumulate(b, op, lo, hi, step_all, pad):
-    """Lines leaving this thread's partial of reduction `op` over r in [lo, hi) in
-    `acc`: all threads striding, or thread 0 alone in order for sequential ops."""
+def _accumulate(b, op, lo, hi, block, pad):
+    """Lines leaving this thread's partial of reduction `op` over r in [lo, hi) in its
+    accumulator: `block`: the block's threads striding (thread 0 alone, in order, for
+    sequential ops); else this thread alone, in order."""
     sp = "    " * pad
     acc = acc_name(b, op)
-    rng = (f"range({lo} + tid, {hi}, {THREADS})" if step_all and not b.sequential(op)
-           else f"range({lo} if tid == 0 else {hi}, {hi})")
+    if not block:
+        rng = f"range({lo}, {hi})"
+    elif b.sequential(op):
+        rng = f"range({lo} if tid == 0 else {hi}, {hi})"
+    else:
+        rng = f"range({lo} + tid, {hi}, {THREADS})"
     lines = [sp + f"{acc} = {b.identity(op)}",
              sp + f"for r in {rng}:"]
     inner = []
@@ -113,42 +118,61 @@ def _where(op):
     return where(op)
 
 
-def two_pass_source(spec):
+def two_pass_source(spec, columns):
+    """`columns`: one thread (not one block) per (kept index, chunk), each summing its
+    chunk in order -- consecutive threads take consecutive kept indices, so with the
+    kept axes innermost (a column reduction) their loads are coalesced; used when there
+    are at least a block's worth of kept indices."""
     b = Body(spec)
     g = b.g
     src = list(HEADER)
     for j, op in enumerate(b.reductions):
         upto = g.ops.index(op)
         rbs = [f"rb_{m}" for m in range(j)]
+        acc = acc_name(b, op)
         params = ([f"in{k}" for k in range(len(g.inputs))] + rbs + ["part"] +
                   [f"d{a}" for a in range(b.R)] + ["nk", "nr", "nchunks", "chunk"])
-        body = ["tid = int64(cuda.threadIdx.x)", b.shared(op)[1]]
+        body = [] if columns else ["tid = int64(cuda.threadIdx.x)", b.shared(op)[1]]
         body += [f"{ln}  # read once: broadcast along every dim" for ln in b.loads("const")]
-        body += ["for task in range(int64(cuda.blockIdx.x), nk * nchunks, "
-                 "int64(cuda.gridDim.x)):",
-                 "    k = task // nchunks",
-                 "    c = task - k * nchunks",
-                 "    lo = c * chunk",
-                 "    hi = min(lo + chunk, nr)"]
+        if columns:
+            body += ["for task in range(cuda.grid(1), nk * nchunks, cuda.gridsize(1)):",
+                     "    c = task // nk",
+                     "    k = task - c * nk"]
+        else:
+            body += ["for task in range(int64(cuda.blockIdx.x), nk * nchunks, "
+                     "int64(cuda.gridDim.x)):",
+                     "    k = task // nchunks",
+                     "    c = task - k * nchunks"]
+        body += ["    lo = c * chunk", "    hi = min(lo + chunk, nr)"]
         inner = []
         decompose("k", b.K, inner, 0)
         inner += b.loads("outer")
         _outer(b, upto, inner, 0)
         inner.append(f"# {op.type} over axes {list(b.A)}: {_where(op)}")
-        inner += _accumulate(b, op, "lo", "hi", True, 0)
-        inner += b.tree(op, b.shared(op)[0], acc_name(b, op), 0)
-        inner += ["if tid == 0:", f"    part[c * nk + k] = {acc_name(b, op)}"]
+        inner += _accumulate(b, op, "lo", "hi", not columns, 0)
+        if columns:
+            inner.append(f"part[c * nk + k] = {acc}")
+        else:
+            inner += b.tree(op, b.shared(op)[0], acc, 0)
+            inner += ["if tid == 0:", f"    part[c * nk + k] = {acc}"]
         body += ["    " + ln for ln in inner]
         src += kernel_source(f"partials_{j}", params, body,
                              f"{g.name}: partials of {op.type} per (row, chunk)")
-        body = ["tid = int64(cuda.threadIdx.x)", b.shared(op)[1],
-                "for k in range(int64(cuda.blockIdx.x), nk, int64(cuda.gridDim.x)):",
-                f"    acc = {b.identity(op)}",
-                # chunks in order on one thread for sequential ops (nchunks is 1 then)
-                f"    for c in range(tid, nchunks, {THREADS}):",
-                f"        acc = {b.combine(op, 'acc', 'part[c * nk + k]')}"]
-        body += ["    " + ln for ln in b.tree(op, b.shared(op)[0], "acc", 0)]
-        body += ["    if tid == 0:", f"        rb_{j}[k] = acc"]
+        if columns:     # chunks in order, one thread per kept index
+            body = ["for k in range(cuda.grid(1), nk, cuda.gridsize(1)):",
+                    f"    acc = {b.identity(op)}",
+                    "    for c in range(nchunks):",
+                    f"        acc = {b.combine(op, 'acc', 'part[c * nk + k]')}",
+                    f"    rb_{j}[k] = acc"]
+        else:
+            body = ["tid = int64(cuda.threadIdx.x)", b.shared(op)[1],
+                    "for k in range(int64(cuda.blockIdx.x), nk, int64(cuda.gridDim.x)):",
+                    f"    acc = {b.identity(op)}",
+                    # chunks in order on one thread for sequential ops (nchunks is 1 then)
+                    f"    for c in range(tid, nchunks, {THREADS}):",
+                    f"        acc = {b.combine(op, 'acc', 'part[c * nk + k]')}"]
+            body += ["    " + ln for ln in b.tree(op, b.shared(op)[0], "acc", 0)]
+            body += ["    if tid == 0:", f"        rb_{j}[k] = acc"]
         src += kernel_source(f"combine_{j}", ["part", f"rb_{j}", "nk", "nchunks"], body,
                              f"{g.name}: {op.type} of the chunks' partials")
     src += _final(b)
@@ -181,15 +205,17 @@ def _final(b):
     return kernel_source("final", params, body, doc)
 
 
-def chunks(nr, nk, sequential, target_blocks):
-    """(nchunks, chunk): enough chunks to fill `target_blocks` blocks with nk rows,
-    at least THREADS elements per chunk; one chunk when a reduction is sequential."""
+def chunks(nr, nk, sequential, target_blocks, columns):
+    """(nchunks, chunk): enough chunks to give `target_blocks` blocks work (`columns`: a
+    thread per chunk and kept index; else a block), at least THREADS elements per block's
+    chunk; one chunk when a reduction is sequential (float products)."""
     if sequential:
         return 1, nr
-    want = max(1, min(-(-nr // THREADS), max(1, target_blocks // max(nk, 1))))
+    if columns:
+        want = max(1, min(nr, -(-target_blocks * THREADS // nk)))
+    else:
+        want = max(1, min(-(-nr // THREADS), max(1, target_blocks // max(nk, 1))))
     size = -(-nr // want)
     return -(-nr // size), size
 
 
-def n_reduced(b):
-    return count(b.A)
