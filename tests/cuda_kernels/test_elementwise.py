@@ -167,3 +167,21 @@ def test_groups_with_raising_integer_ops_are_not_lowered():
     grp = Group(0, 1, (3,))
     grp.ops = [op for op in graph.operations if op.type == "floordiv"]
     assert lower_group(grp) is None
+
+
+def test_strided_inputs_take_the_indexed_kernel():
+    from numba import cuda
+    from graphc.kernels.cuda.lowering import lower_group
+    graph = trace(lambda x, y: x * y - y, gc.TensorSpec([3, 4], F32),
+                  gc.TensorSpec([3, 4], F32))
+    (grp,) = groups(graph)
+    kern = lower_group(grp)
+    x = np.arange(24, dtype=np.float32).reshape(3, 8)
+    y = np.ones((3, 4), np.float32) * 2
+    dx = cuda.to_device(x)[:, ::2]
+    assert not dx.flags["C_CONTIGUOUS"]
+    (out,) = kern(dx, cuda.to_device(y))
+    np.testing.assert_array_equal(out.copy_to_host(), x[:, ::2] * y - y)
+    assert not kern.last.flat
+    (out,) = kern(cuda.to_device(x[:, ::2].copy()), cuda.to_device(y))
+    assert kern.last.flat

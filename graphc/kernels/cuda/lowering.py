@@ -39,7 +39,7 @@ def lower_group(group):
 class _Plan:
     """One set of input shapes: the kernel module and how to launch it."""
 
-    def __init__(self, group, shapes):
+    def __init__(self, group, shapes, contiguous=True):
         from ..cpu.groups import _plan_layout     # target-neutral shape planning
         lay = _plan_layout(group, shapes)
         self.reason = lay.reason
@@ -52,8 +52,8 @@ class _Plan:
             return
         spec = lay.spec
         if not spec.axes:
-            self.flat = lay.flat_spec is not None
-            spec = lay.flat_spec or spec
+            self.flat = lay.flat_spec is not None and contiguous    # 1-d views need it
+            spec = lay.flat_spec if self.flat else spec
             self.kind, self.source = elementwise.KERNEL, elementwise.source(spec)
         else:
             self.body = codegen.Body(spec)
@@ -123,9 +123,10 @@ class GroupKernel:
     def __call__(self, *inputs):
         from numba import cuda
         shapes = tuple(tuple(a.shape) for a in inputs)
-        plan = self.plans.get(shapes)
+        key = (shapes, all(a.flags["C_CONTIGUOUS"] for a in inputs))
+        plan = self.plans.get(key)
         if plan is None:
-            plan = self.plans[shapes] = _Plan(self.group, shapes)
+            plan = self.plans[key] = _Plan(self.group, *key)
         self.last = plan
         if plan.kind is None:
             return self.run_numpy(inputs)
