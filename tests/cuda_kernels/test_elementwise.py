@@ -185,3 +185,13 @@ def test_strided_inputs_take_the_indexed_kernel():
     assert not kern.last.flat
     (out,) = kern(cuda.to_device(x[:, ::2].copy()), cuda.to_device(y))
     assert kern.last.flat
+
+
+def test_kernel_takes_a_list_as_the_backend_passes_it():
+    from numba import cuda
+    from graphc.kernels.cuda.lowering import lower_group
+    (grp,) = groups(trace(lambda x, y: x - y, gc.TensorSpec([3], F64),
+                          gc.TensorSpec([3], F64)))
+    x, y = np.array([1.0, -0.0, np.inf]), np.array([2.0, 0.0, np.inf])
+    (out,) = lower_group(grp)([cuda.to_device(x), cuda.to_device(y)])
+    np.testing.assert_array_equal(out.copy_to_host(), x - y)

@@ -5,13 +5,16 @@ Contract between `backend` (plumbing: memory, fallback, control flow) and the ge
 - `lower_group(group)` takes a `kernels.fusion.Group` exactly as `fuse()` yields it (a
   single-op group included) and returns a `GroupKernel`, or None when the group has
   nothing CUDA can run (the backend then runs its ops one by one on the fallback path).
-- `GroupKernel(inputs)`: `inputs` are device arrays (numba-cuda DeviceNDArray, or the
-  simulator's stand-in) in `group.inputs` order, 0-d included; it launches on the default
-  stream and returns new device arrays for `group.outputs`, shapes and dtypes as the
-  numpy rules give. It raises the graphc error the numpy rules raise for bad shapes.
+- `GroupKernel(inputs)`: `inputs` is a list of device arrays (numba-cuda DeviceNDArray,
+  or the simulator's stand-in; any strides) in `group.inputs` order, 0-d included (also
+  accepted as separate arguments); it launches on the default stream and returns new
+  device arrays for `group.outputs`, shapes and dtypes as the numpy rules give. It
+  raises the graphc error the numpy rules raise for bad shapes.
   `.describe()` is the text `graphc graph --backend cuda` shows (kernel kind, launch
   shape, source).
-- `matmul(a, b, **attrs)` with the matmul op's attrs: a device array, numpy's result.
+- `matmul(a, b, **attrs)` with the matmul op's attrs: a device array, numpy's result
+  (dtypes other than float32/64 and int32/64, and strided operands, run the numpy rule
+  on host copies; bad shapes raise the numpy rule's error).
 
 How: per set of input shapes a plan (domain, broadcast flags: `kernels.cpu.groups`'
 layout planning, shared with the CPU target) picks the generator -- `elementwise`
@@ -122,6 +125,8 @@ class GroupKernel:
 
     def __call__(self, *inputs):
         from numba import cuda
+        if len(inputs) == 1 and isinstance(inputs[0], (list, tuple)):
+            inputs = tuple(inputs[0])        # kernel([a, b]) as the backend calls it
         shapes = tuple(tuple(a.shape) for a in inputs)
         key = (shapes, all(a.flags["C_CONTIGUOUS"] for a in inputs))
         plan = self.plans.get(key)
