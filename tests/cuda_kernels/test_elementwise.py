@@ -195,3 +195,19 @@ def test_kernel_takes_a_list_as_the_backend_passes_it():
     x, y = np.array([1.0, -0.0, np.inf]), np.array([2.0, 0.0, np.inf])
     (out,) = lower_group(grp)([cuda.to_device(x), cuda.to_device(y)])
     np.testing.assert_array_equal(out.copy_to_host(), x - y)
+
+
+def test_launches_from_several_threads():
+    from concurrent.futures import ThreadPoolExecutor
+    from numba import cuda
+    from graphc.kernels.cuda.lowering import lower_group
+    (grp,) = groups(trace(lambda x, y: x * y + y, gc.TensorSpec([8], F64),
+                          gc.TensorSpec([8], F64)))
+    kern = lower_group(grp)
+
+    def one(seed):
+        x, y = np.random.default_rng(seed).standard_normal((2, 8))
+        (out,) = kern([cuda.to_device(x), cuda.to_device(y)])
+        return np.array_equal(out.copy_to_host(), x * y + y)
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(one, range(8)))

@@ -9,6 +9,7 @@ decomposed into i0.. by the dims d0.. passed as arguments (C order). Every state
 casts to the op's dtype (`expr.statement`) and is commented with the op and the user's
 file:line; inputs of rank 0 arrive as 1-element vectors (`in3[0]`).
 """
+import contextlib
 import linecache
 import threading
 
@@ -29,6 +30,15 @@ HEADER = ["import math",
 
 _MODULES = {}       # key -> namespace of a compiled module, shared by the process
 _LOCK = threading.Lock()
+# The simulator swaps a fake `cuda` into a kernel's globals while it runs, so two threads
+# launching at once break each other ('Thread' object has no attribute 'blockIdx');
+# on a device, launches from several threads need no lock.
+_SIM_LAUNCH = threading.Lock() if SIMULATOR else contextlib.nullcontext()
+
+
+def launching():
+    """Context for one launch: serialized under the simulator."""
+    return _SIM_LAUNCH
 
 
 def max_blocks():

@@ -135,8 +135,8 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
     ns = module(dtype.name, transpose_a, transpose_b)
     tiles = nbatch * -(-m // TILE) * -(-n // TILE)
     blocks = int(max(1, min(tiles, codegen.max_blocks())))
-    ns["gemm"][blocks, (TILE, TILE)](a3, b3, out.reshape(nbatch, m, n),
-                                     cuda.to_device(np.ascontiguousarray(amap)),
-                                     cuda.to_device(np.ascontiguousarray(bmap)),
-                                     m, n, ka, nbatch, dtype.type(0))
+    maps = [cuda.to_device(np.ascontiguousarray(x)) for x in (amap, bmap)]
+    with codegen.launching():
+        ns["gemm"][blocks, (TILE, TILE)](a3, b3, out.reshape(nbatch, m, n), *maps,
+                                         m, n, ka, nbatch, dtype.type(0))
     return out

@@ -209,5 +209,6 @@ def _launch(plan, kernel, blocks, *args):
              blocks, threads)
     if entry not in plan.launches:
         plan.launches.append(entry)
-    kernel[blocks, threads](*args)
+    with codegen.launching():
+        kernel[blocks, threads](*args)
 
