@@ -57,3 +57,8 @@ def reductions(kind, dtype, axis):
 
 FLOATS, INTS = (F32, F64), (I32, I64)
 KINDS = ("sum", "prod", "max", "min", "all", "any")
+
+
+def multiply_add(x, y, z):
+    """x * y + z: NVVM would contract it into an fma (inf vs finite when x * y overflows)."""
+    return x * y + z - gc.square(y) * x

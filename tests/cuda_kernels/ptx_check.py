@@ -79,6 +79,14 @@ for dt in cases.FLOATS:
         libdevice_calls(dt.name, grp, static(grp))
     compile_graph(f"float_math_{dt.name}_flat",
                   trace(cases.float_math, gc.TensorSpec(S, dt), gc.TensorSpec(S, dt)))
+for dt in cases.FLOATS:     # products stay separate instructions: no fma after them
+    g = trace(cases.multiply_add, *[gc.TensorSpec([8], dt)] * 3)
+    (grp,) = groups(g)
+    plan = lowering._Plan(grp, static(grp))
+    fn = plan.module()[plan.kind]
+    ptx, _ = cuda.compile_ptx(fn.py_func, plan.arg_types(grp, fn), cc=CC)
+    report.setdefault("fma", {})[dt.name] = sorted(set(re.findall(
+        r"\b(fma\.\w+|mul\.rn)\.f(?:32|64)", ptx)))
 for dt in cases.INTS:
     compile_graph(f"int_math_{dt.name}",
                   trace(cases.int_math, gc.TensorSpec(S, dt), gc.TensorSpec([], dt)))

@@ -52,3 +52,8 @@ def test_math_calls_libdevice(report, dtype, suffix):
 @pytest.mark.parametrize("dtype,bits", [("float32", 32), ("float64", 64)])
 def test_float_division_is_ieee_rounded(report, dtype, bits):
     assert report["div"][dtype] and set(report["div"][dtype]) == {f"div.rn.f{bits}"}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_products_are_not_contracted_into_fma(report, dtype):
+    assert report["fma"][dtype] == ["mul.rn"]

@@ -88,8 +88,11 @@ def decompose(flat, axes, lines, pad):
     lines.append(sp + f"i{axes[0]} = q")
 
 
-def count(axes):
-    return " * ".join(f"d{a}" for a in axes) if axes else "1"
+def product(t, a, b):
+    """A float product NVVM cannot contract into an fma with a later add (it does so
+    without fastmath): x * y overflowing to inf and then - 3e38 stays inf, as in numpy."""
+    fn = "fmul_rn" if t == "float32" else "dmul_rn"
+    return f"{t}({fn}({t}({a}), {t}({b})))"
 
 
 class Body:
@@ -136,7 +139,12 @@ class Body:
     def stmt(self, op):
         v = op.outputs[0]
         args = [self.ref(i) for i in op.inputs]
-        return f"{self.names[id(v)]} = {statement(op, args)}  # {op.type} {where(op)}"
+        dt = v.type.dtype
+        if op.type in ("multiply", "square") and dt.is_floating:
+            expr = product(np_name(dt), args[0], args[-1])
+        else:
+            expr = statement(op, args)
+        return f"{self.names[id(v)]} = {expr}  # {op.type} {where(op)}"
 
     def loads(self, level):
         return [f"x{k} = {self.load(k)}" for k, v in enumerate(self.g.inputs)
@@ -195,7 +203,7 @@ class Body:
         kind = op.type
         if kind in ("reduce_sum", "reduce_prod"):
             if dt.is_floating:
-                return f"{t}({a} {'+' if kind == 'reduce_sum' else '*'} {b})"
+                return f"{t}({a} + {b})" if kind == "reduce_sum" else product(t, a, b)
             fn = "wadd" if kind == "reduce_sum" else "wmul"
             return f"{t}({fn}({t}({a}), {t}({b})))"
         if kind in ("reduce_max", "reduce_min"):

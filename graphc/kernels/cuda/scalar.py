@@ -8,6 +8,10 @@ generated CUDA kernels call (`from graphc.kernels.cuda.scalar import *`).
   Under the simulator (NUMBA_ENABLE_CUDASIM=1) kernels run as Python, where `math.*`
   raises or returns an int where C returns inf, NaN or a float, so the simulated math is
   numpy's ufunc of the same name (C99 semantics, the dtype kept).
+- `fmul_rn`/`dmul_rn`: float products NVVM never contracts into an fma with a later add
+  (it contracts plain ones even without fastmath, which turns numpy's inf from an
+  overflowing x * y - 3e38 into a finite number); generated kernels use them for every
+  float `multiply`/`square` and product reduction.
 - `max`/`min` propagate NaN like np.maximum/np.minimum (Python's do not).
 - Integer + - * and negation wrap as numpy's do: computed in uint64 (unsigned overflow is
   defined; numba's signed adds are `nsw`, overflow undefined), the caller's cast
@@ -49,6 +53,16 @@ def sign(a):
 
 # -- float math: libdevice on the device ---------------------------------------------------
 def _libdevice_math():
+    from numba.cuda import libdevice
+
+    @_device
+    def fmul_rn(a, b):
+        return libdevice.fmul_rn(a, b)      # never contracted into an fma
+
+    @_device
+    def dmul_rn(a, b):
+        return libdevice.dmul_rn(a, b)
+
     @_device
     def exp(a):
         return math.exp(a)
@@ -102,7 +116,8 @@ def _libdevice_math():
         r = c if (d > 0.5 or (d == 0.5 and math.fmod(f, 2.0) != 0)) else f
         return math.copysign(r, a)  # -0.3 -> -0.0, as numpy; NaN and inf pass through
     return dict(exp=exp, log=log, log1p=log1p, sqrt=sqrt, sin=sin, cos=cos, tan=tan,
-                tanh=tanh, erf=erf, floor=floor, ceil=ceil, rint=rint)
+                tanh=tanh, erf=erf, floor=floor, ceil=ceil, rint=rint, fmul_rn=fmul_rn,
+                dmul_rn=dmul_rn)
 
 
 def _simulated_math():
@@ -119,6 +134,7 @@ def _simulated_math():
              "rint")
     out = {n: quiet(getattr(np, n)) for n in names}
     out["erf"] = quiet(_erf)
+    out["fmul_rn"] = out["dmul_rn"] = quiet(np.multiply)
     return out
 
 
@@ -195,7 +211,7 @@ def imod(a, b):
     return a % b
 
 
-__all__ = ["max", "min", "sign", "exp", "log", "log1p", "sqrt", "sin", "cos", "tan", "tanh",
+__all__ = ["fmul_rn", "dmul_rn", "max", "min", "sign", "exp", "log", "log1p", "sqrt", "sin", "cos", "tan", "tanh",
            "erf", "floor", "ceil", "rint", "wadd", "wsub", "wmul", "wneg", "wabs", "to_int32",
            "to_int64", "ipow", "ifloordiv", "imod", "bool_", "float32", "float64", "int32",
            "int64", "uint64", "np", "math", "cuda"]
