@@ -125,9 +125,9 @@ def _simulated_math():
     from ...runtime.ops.elementwise import _erf
 
     def quiet(fn):
-        def call(a):
+        def call(*args):
             with np.errstate(all="ignore"):
-                return fn(a)
+                return fn(*args)
         call.__name__ = fn.__name__
         return call
     names = ("exp", "log", "log1p", "sqrt", "sin", "cos", "tan", "tanh", "floor", "ceil",
