@@ -105,7 +105,7 @@ def test_softmax_logsumexp_layernorm(shape):
 
 def test_softmax_row_kernel_is_one_launch_reading_rows_per_pass():
     (k,) = check(softmax, [gc.TensorSpec([3, 8], F32)], [_data(F32, (3, 8))], rtol=1e-6)
-    assert k.last.launches == [("row", 3, codegen.THREADS)]
+    assert k.last.launches == [("row", 3, codegen.row_threads(8))]
     src = k.last.source
     assert src.count("cuda.shared.array") == 2 and src.count("exp(") == 2
 
@@ -131,3 +131,10 @@ def test_empty_reductions_follow_the_numpy_rules():
                  [gc.TensorSpec([None, None], F32)], [np.ones((3, 0), np.float32)],
                  numpy_ok=True)
     assert k.last.kind is None and "numpy rules" in k.describe()
+
+
+@pytest.mark.parametrize("n", [1, 3, 5, 9, 33])
+def test_row_blocks_cover_short_rows_with_fewer_threads(n):
+    (k,) = check(softmax, [gc.TensorSpec([2, n], F64)], [_data(F64, (2, n))], rtol=1e-13)
+    assert k.last.threads == codegen.row_threads(n) <= codegen.THREADS
+    assert k.last.threads >= min(n, codegen.THREADS) and k.last.kind == "row"

@@ -20,6 +20,7 @@ from .scalar import SIMULATOR
 
 # The simulator runs every thread as a Python thread: small blocks, few of them.
 THREADS = 16 if SIMULATOR else 256
+MIN_ROW_THREADS = 4 if SIMULATOR else 32    # a warp: short rows get one warp per block
 MAX_BLOCKS = 3 if SIMULATOR else None      # None: a multiple of the device's SM count
 BLOCKS_PER_SM = 32
 
@@ -46,6 +47,15 @@ def max_blocks():
         return MAX_BLOCKS
     from numba import cuda
     return cuda.get_current_device().MULTIPROCESSOR_COUNT * BLOCKS_PER_SM
+
+
+def row_threads(nr):
+    """Threads of a row kernel's block: the power of two covering a row, a warp to
+    THREADS (a 64-element softmax row keeps 64 threads busy, not 64 of 256)."""
+    t = MIN_ROW_THREADS
+    while t < nr and t < THREADS:
+        t *= 2
+    return t
 
 
 def blocks_for(n, per_block=THREADS):
@@ -99,8 +109,9 @@ class Body:
     """Levels, loads and statements of one group under one kernel spec
     (`kernels.cpu.codegen.KernelSpec`: broadcast flags and ranks per input)."""
 
-    def __init__(self, spec):
+    def __init__(self, spec, threads=THREADS):
         self.spec, g = spec, spec.group
+        self.threads = threads      # per block (a power of two: the trees halve it)
         self.g = g
         self.R = spec.rank
         self.A = tuple(spec.axes)
@@ -216,12 +227,12 @@ class Body:
         return op.type == "reduce_prod" and op.outputs[0].type.dtype.is_floating
 
     def tree(self, op, sh, acc, pad):
-        """Block-wide tree in shared memory `sh` (THREADS slots); every thread gets the
+        """Block-wide tree in shared memory `sh` (a slot per thread); every thread gets the
         result in `acc`. All threads of the block must reach it."""
         sp = "    " * pad
         return [sp + f"{sh}[tid] = {acc}",
                 sp + "cuda.syncthreads()",
-                sp + f"s = {THREADS // 2}",
+                sp + f"s = {self.threads // 2}",
                 sp + "while s > 0:",
                 sp + "    if tid < s:",
                 sp + f"        {sh}[tid] = {self.combine(op, f'{sh}[tid]', f'{sh}[tid + s]')}",
@@ -232,7 +243,7 @@ class Body:
 
     def shared(self, op):
         name = f"sh_{self.names[id(op.outputs[0])]}"
-        return name, f"{name} = cuda.shared.array({THREADS}, {self.acc_type(op)})"
+        return name, f"{name} = cuda.shared.array({self.threads}, {self.acc_type(op)})"
 
     def identity(self, op):
         from ..expr import identity

@@ -50,6 +50,7 @@ class _Plan:
         self.size = lay.size if lay.spec is not None else 0
         self.kind = self.ns = self.source = None
         self.flat = self.columns = False
+        self.threads = codegen.THREADS
         if lay.spec is None or self.size == 0:
             self.reason = self.reason or "an empty domain (the numpy rules give its result)"
             return
@@ -67,11 +68,12 @@ class _Plan:
             row = reduce.is_row(spec) and nk * codegen.THREADS * 32 >= nr
             self.kind = reduce.ROW if row else reduce.TWO_PASS
             self.columns = not row and nk >= codegen.THREADS
-            self.source = (reduce.row_source(spec) if row else
+            self.threads = codegen.row_threads(nr) if row else codegen.THREADS
+            self.source = (reduce.row_source(spec, self.threads) if row else
                            reduce.two_pass_source(spec, self.columns))
         self.spec = spec
-        self.key = codegen.module_key(f"{self.kind} columns={self.columns}",
-                                      spec.canonical())
+        self.key = codegen.module_key(
+            f"{self.kind} columns={self.columns} block={self.threads}", spec.canonical())
         self.launches = []
 
     def kernel_names(self):
@@ -151,7 +153,7 @@ class GroupKernel:
                     *ins, *flat_outs, *dims, plan.size)
         elif plan.kind == reduce.ROW:
             _launch(plan, ns["row"], codegen.blocks_for(plan.nk, 1),
-                    *ins, *outs, *dims, plan.nk, plan.nr)
+                    *ins, *outs, *dims, plan.nk, plan.nr, threads=plan.threads)
         else:
             self._two_pass(plan, ns, ins, outs)
         return [o.reshape(()) if s == () else o for o, s in zip(outs, plan.out_shapes)]
@@ -203,8 +205,7 @@ def _vector(a):
     return a.reshape(1)
 
 
-def _launch(plan, kernel, blocks, *args):
-    threads = codegen.THREADS
+def _launch(plan, kernel, blocks, *args, threads=codegen.THREADS):
     entry = (kernel.py_func.__name__ if hasattr(kernel, "py_func") else str(kernel),
              blocks, threads)
     if entry not in plan.launches:

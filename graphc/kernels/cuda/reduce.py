@@ -64,7 +64,7 @@ def _accumulate(b, op, lo, hi, block, pad):
     elif b.sequential(op):
         rng = f"range({lo} if tid == 0 else {hi}, {hi})"
     else:
-        rng = f"range({lo} + tid, {hi}, {THREADS})"
+        rng = f"range({lo} + tid, {hi}, {b.threads})"
     lines = [sp + f"{acc} = {b.identity(op)}",
              sp + f"for r in {rng}:"]
     inner = []
@@ -76,8 +76,8 @@ def _accumulate(b, op, lo, hi, block, pad):
     return lines
 
 
-def row_source(spec):
-    b = Body(spec)
+def row_source(spec, threads):
+    b = Body(spec, threads)
     g = b.g
     params = _params(b) + ["nk", "nr"]
     body = ["tid = int64(cuda.threadIdx.x)"]
@@ -102,14 +102,14 @@ def row_source(spec):
         inner += ["    " + b.store(v) for v in outer_outs]
     full_outs = b.full_outputs()
     if full_outs:
-        inner.append(f"for r in range(tid, nr, {THREADS}):  # the full-size outputs")
+        inner.append(f"for r in range(tid, nr, {threads}):  # the full-size outputs")
         dec = []
         decompose("r", b.A, dec, 1)
         inner += dec + ["    " + ln for ln in b.full_chain(full_outs)]
         inner += ["    " + b.store(v) for v in full_outs]
     body += ["    " + ln for ln in inner]
     doc = (f"{g.name}: {len(b.reductions)} reduction(s) over axes {list(b.A)}, one block "
-           f"of {THREADS} threads per row")
+           f"of {threads} threads per row")
     return "\n".join(HEADER + kernel_source("row", params, body, doc))
 
 
