@@ -138,3 +138,19 @@ def test_row_blocks_cover_short_rows_with_fewer_threads(n):
     (k,) = check(softmax, [gc.TensorSpec([2, n], F64)], [_data(F64, (2, n))], rtol=1e-13)
     assert k.last.threads == codegen.row_threads(n) <= codegen.THREADS
     assert k.last.threads >= min(n, codegen.THREADS) and k.last.kind == "row"
+
+
+def test_two_pass_scratch_is_reused_by_later_calls_and_results_stay_right():
+    from numba import cuda
+    from cuda_kernel_helpers import groups, trace
+    from graphc.kernels.cuda.lowering import lower_group
+    (grp,) = groups(trace(lambda v: gc.reduce_sum(v * v, axis=0), gc.TensorSpec([6, 3], F64)))
+    kern = lower_group(grp)
+    for seed in range(2):
+        x = _data(F64, (6, 3), seed)
+        (out,) = kern([cuda.to_device(x)])
+        np.testing.assert_allclose(out.copy_to_host(), (x * x).sum(axis=0), rtol=1e-14)
+        bufs = dict(kern.last._scratch.bufs)
+        if seed:
+            assert all(bufs[j][0] is first[j][0] for j in bufs)
+        first = bufs

@@ -24,6 +24,8 @@ from the spec's canonical text (ops, dtypes, ranks, broadcast flags; no dims). S
 kernel cannot take (a run-time broadcast that changes the domain) and empty domains run
 the group's numpy rules on host copies, which also raise the located error for bad shapes.
 """
+import threading
+
 import numpy as np
 
 from ..fusion import raises_on_integers
@@ -51,6 +53,7 @@ class _Plan:
         self.kind = self.ns = self.source = None
         self.flat = self.columns = False
         self.threads = codegen.THREADS
+        self._scratch = threading.local()
         if lay.spec is None or self.size == 0:
             self.reason = self.reason or "an empty domain (the numpy rules give its result)"
             return
@@ -75,6 +78,18 @@ class _Plan:
         self.key = codegen.module_key(
             f"{self.kind} columns={self.columns} block={self.threads}", spec.canonical())
         self.launches = []
+
+    def scratch(self, j, n_part, n_rb, dtype):
+        """Reduction j's partials and results: allocated once per thread and reused by
+        its later calls (launches on one stream run in order; another thread's calls
+        must not share them)."""
+        from numba import cuda
+        bufs = getattr(self._scratch, "bufs", None)
+        if bufs is None:
+            bufs = self._scratch.bufs = {}
+        if j not in bufs:
+            bufs[j] = (cuda.device_array(n_part, dtype), cuda.device_array(n_rb, dtype))
+        return bufs[j]
 
     def kernel_names(self):
         if self.kind == reduce.TWO_PASS:
@@ -159,15 +174,12 @@ class GroupKernel:
         return [o.reshape(()) if s == () else o for o, s in zip(outs, plan.out_shapes)]
 
     def _two_pass(self, plan, ns, ins, outs):
-        from numba import cuda
         b, nk, nr = plan.body, plan.nk, plan.nr
         target = codegen.max_blocks()
         rbs = []
         for j, op in enumerate(b.reductions):
             nchunks, chunk = reduce.chunks(nr, nk, b.sequential(op), target, plan.columns)
-            dt = op.outputs[0].type.dtype.np
-            part = cuda.device_array(nchunks * nk, dt)
-            rb = cuda.device_array(nk, dt)
+            part, rb = plan.scratch(j, nchunks * nk, nk, op.outputs[0].type.dtype.np)
             per_block = codegen.THREADS if plan.columns else 1     # tasks per block
             _launch(plan, ns[f"partials_{j}"], codegen.blocks_for(nk * nchunks, per_block),
                     *ins, *rbs, part, *plan.domain, nk, nr, nchunks, chunk)
