@@ -132,7 +132,7 @@ class _Plan:
 
 
 class GroupKernel:
-    """Callable `(*device arrays) -> list of device arrays` for one fused group."""
+    """Callable `(list of device arrays) -> list of device arrays` for one fused group."""
 
     def __init__(self, group):
         self.group = group
