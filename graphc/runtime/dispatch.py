@@ -218,6 +218,9 @@ def convert_to_tensor(value, dtype=None, name=None):
         return convert_to_tensor(to_tensor(), dtype)
     if isinstance(value, (list, tuple)) and any(_is_tensorish(v) for v in _leaves(value)):
         return bind_stack(value, dtype)
+    if hasattr(value, "__cuda_array_interface__"):     # CuPy / numba-cuda device arrays
+        from ..kernels.cuda.device import foreign_tensor
+        return convert_to_tensor(foreign_tensor(value), dtype)
     return constant(value, dtype)
 
 
