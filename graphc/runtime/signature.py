@@ -117,7 +117,7 @@ def encode(x, leaves, device=False):
     `__cuda_array_interface__`, feeds its device array instead of a host copy."""
     tx = type(x)
     if tx is Tensor:
-        if x._np is None:
+        if x._sym is not None:
             raise TypeError("symbolic tensor passed to a compiled function from outside its "
                             "trace (a leaked tensor); pass concrete values")
         v = x._dev if device and x._dev is not None else x._np
@@ -144,7 +144,7 @@ def encode(x, leaves, device=False):
         return (NAMED, tx, tuple(encode(v, leaves, device) for v in x))
     if isinstance(x, TensorSpec):
         return (TENSOR, x.dtype, x.shape)
-    if hasattr(x, "__cuda_array_interface__"):      # CuPy, numba-cuda device arrays
+    if hasattr(x, "__cuda_array_interface__") or hasattr(x, "copy_to_host"):   # CuPy, numba-cuda
         from ..kernels.cuda.device import foreign_leaf
         v = foreign_leaf(x, device)
         d = _dt.from_numpy(v.dtype)
