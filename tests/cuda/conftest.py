@@ -1,26 +1,10 @@
 """Fixtures of the CUDA tests: they run on numba-cuda's simulator (tests/conftest.py sets
 NUMBA_ENABLE_CUDASIM=1 unless GRAPHC_TEST_CUDA=real), at small sizes."""
-import contextlib
-
 import pytest
 
 pytest.importorskip("numba_cuda")
 
-
-class CudaRuns:
-    """What ran where in a block: `kernels`, `fallbacks`, `views`, `device_ops` (see
-    graphc.kernels.cuda.backend.STATS) and host<->device copies `h2d`, `d2h`."""
-
-    @contextlib.contextmanager
-    def count(self):
-        from graphc.kernels.cuda.backend import STATS
-        from graphc.kernels.cuda.device import TRANSFERS
-        before, (h0, d0) = STATS.snapshot(), TRANSFERS.snapshot()
-        yield self
-        for k, v in STATS.snapshot().items():
-            setattr(self, k, v - before[k])
-        h1, d1 = TRANSFERS.snapshot()
-        self.h2d, self.d2h = h1 - h0, d1 - d0
+from cuda_helpers import CudaRuns  # noqa: E402
 
 
 @pytest.fixture
