@@ -125,7 +125,8 @@ class Plan:
         impl = REGISTRY[op.type].numpy
         rule = partial(impl, **op.attrs) if op.attrs else impl
         if op.type == "matmul":
-            rec = Record(what, "kernel", "lowering.matmul")
+            rec = Record(what, "kernel", "lowering.matmul (not run yet; falls back if the "
+                         "lowering has no kernel for it)")
             self._add(self._matmul_step(op, rule, rec), "mixed", ins, outs, op, rec)
         elif op.type in VIEW_OPS and _static(op.outputs[0]):
             rec = Record(what, "device view", "no copy when the input is contiguous")
