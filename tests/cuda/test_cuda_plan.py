@@ -81,7 +81,8 @@ def test_fallback_error_names_the_op_and_the_user_line():
     @gc.function(backend="cuda")
     def f(a, b):
         return a // b
-    with pytest.raises(InvalidArgumentError, match=r"floordiv.*int32\[2\].*test_plan.py:\d+"):
+    with pytest.raises(InvalidArgumentError,
+                       match=r"floordiv.*int32\[2\].*test_cuda_plan\.py:\d+"):
         f(np.array([1, 2], np.int32), np.array([1, 0], np.int32))
 
 
@@ -97,7 +98,7 @@ def test_kernel_error_is_located(add_lowered, monkeypatch):
     def f(a):
         return a * 2.0
     with pytest.raises(InvalidArgumentError, match=r"multiply failed .*launch failed.*"
-                       r"test_plan.py:\d+"):
+                       r"test_cuda_plan\.py:\d+"):
         f(np.ones(2))
 
 
