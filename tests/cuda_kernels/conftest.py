@@ -1,11 +1,10 @@
-"""CUDA kernels under numba-cuda's simulator: NUMBA_ENABLE_CUDASIM must be set before
-numba.cuda is first imported (the root conftest sets it too once the CUDA backend is
-merged). Launches stay tiny: the simulator runs every thread as a Python thread."""
-import os
+"""CUDA kernels on numba-cuda's simulator (tests/conftest.py turns it on before numba.cuda
+is imported: asked for by path, or in the simulated child process of a whole-suite run) or
+on a GPU with GRAPHC_TEST_CUDA=real. Launches stay tiny: the simulator runs every thread
+as a Python thread."""
+import pytest
 
-os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
-
-import pytest  # noqa: E402
+pytest.importorskip("numba_cuda")
 
 
 def pytest_collection_modifyitems(items):
@@ -14,12 +13,3 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "tests/cuda_kernels" in str(item.fspath):
             item.add_marker(pytest.mark.filterwarnings("ignore::RuntimeWarning"))
-
-
-@pytest.fixture(autouse=True)
-def _simulator_or_device():
-    from graphc.kernels.cuda.scalar import SIMULATOR
-    if not SIMULATOR:
-        from numba import cuda
-        if not cuda.is_available():
-            pytest.skip("numba.cuda was imported without the simulator and no GPU is present")
