@@ -42,11 +42,17 @@ def launching():
     return _SIM_LAUNCH
 
 
+_SMS = []
+
+
 def max_blocks():
+    """Blocks worth launching at most (grid-stride loops cover the rest)."""
     if MAX_BLOCKS is not None:
         return MAX_BLOCKS
-    from numba import cuda
-    return cuda.get_current_device().MULTIPROCESSOR_COUNT * BLOCKS_PER_SM
+    if not _SMS:        # asked once per process, not per launch
+        from numba import cuda
+        _SMS.append(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+    return _SMS[0] * BLOCKS_PER_SM
 
 
 def row_threads(nr):
