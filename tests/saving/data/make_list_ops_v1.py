@@ -1,5 +1,6 @@
 """Writes tests/saving/data/list_ops_v1/: a SavedModel whose graph holds every gradient list
-primitive of IR version 1 (list_grad_*, loop_stack_*), and the outputs that graphc computed.
+primitive of IR version 1 (list_grad_*, loop_stack_*), its input, and what that graphc
+computed from it on the numpy backend and on the numba backend with its kernels forced on.
 
 The committed copy was written by graphc at commit 39ab312 (IR version 1, before the list
 primitives were folded into tensor_list_*), run as
@@ -8,10 +9,15 @@ from a checkout of that commit. test_saved_model_upgrade.py loads it with today'
 """
 import os
 import sys
+import tempfile
 
-import numpy as np
+# as the tests' numba_forced, with a kernel cache of its own
+os.environ.update(GRAPHC_NUMBA_MIN_SIZE="0", GRAPHC_KERNEL_CHOICE="kernel",
+                  GRAPHC_COMPILE="sync", GRAPHC_CACHE_DIR=tempfile.mkdtemp())
 
-import graphc as gc
+import numpy as np  # noqa: E402
+
+import graphc as gc  # noqa: E402
 
 X = np.array([[1.5, -0.5, 2.0], [0.25, 3.0, -1.0]], np.float32)
 
@@ -39,11 +45,11 @@ class ListGrads(gc.Module):
 
 
 def main(out):
-    m = ListGrads()
-    gc.saved_model.save(m, out)
+    gc.saved_model.save(ListGrads(), out)
     np.save(os.path.join(out, "x.npy"), X, allow_pickle=False)
-    np.save(os.path.join(out, "expected.npy"), m.grads(gc.constant(X)).numpy(),
-            allow_pickle=False)
+    for backend in ("numpy", "numba"):
+        got = gc.saved_model.load(out, backend=backend).grads(gc.constant(X)).numpy()
+        np.save(os.path.join(out, f"expected_{backend}.npy"), got, allow_pickle=False)
 
 
 if __name__ == "__main__":
