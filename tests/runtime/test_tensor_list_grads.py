@@ -155,9 +155,6 @@ def test_runtime_errors():
     with pytest.raises(InvalidArgumentError, match="tensor_list_scatter_add: index -1"):
         rule("tensor_list_scatter_add", new_list(), np.array([0, -1], np.int32),
              np.ones((2, 2), np.float32))
-    with pytest.raises(InvalidArgumentError, match="tensor_list_push_back: value of shape "
-                                                   r"\[3\] does not match .* \[2\]"):
-        rule("tensor_list_push_back", new_list(element_shape=(2,)), np.ones(3, np.float32))
     with pytest.raises(InvalidArgumentError, match="index 2 is out of range"):
         rule("tensor_list_read", TensorList([np.ones(1)] * 2), np.int32(2))
 
