@@ -271,7 +271,8 @@ def _add_infer(types):
     _check_list("tensor_list_add", a)
     _check_list("tensor_list_add", b)
     if a.dtype is not b.dtype:
-        raise TypeError(f"tensor_list_add: lists of {a.dtype.name} and {b.dtype.name}")
+        raise TypeError(f"tensor_list_add: cannot add a list of {b.dtype.name} to a list of "
+                        f"{a.dtype.name}")
     return [ListType(a.dtype, _sum_shape(a.element_shape, b.element_shape))]
 
 

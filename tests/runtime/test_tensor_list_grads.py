@@ -123,7 +123,7 @@ def test_type_rules():
 
 @pytest.mark.parametrize("name,types,error,message", [
     ("tensor_list_add", [ListType(F32, None), ListType(I32, None)], TypeError,
-     "lists of float32 and int32"),
+     "cannot add a list of int32 to a list of float32"),
     ("tensor_list_add", [ListType(F32, None), TensorType(F32, ())], TypeError,
      "expects a TensorArray"),
     ("tensor_list_scatter_add", [ListType(F32, None), TensorType(I32, ()),
