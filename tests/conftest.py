@@ -17,6 +17,11 @@ os.environ.pop("NUMBA_CACHE_DIR", None)
 # Kernels compile before the first run, so a test's first call already runs compiled code;
 # tests/kernels/test_tiers.py covers the background tier (the default outside the suite).
 os.environ.setdefault("GRAPHC_COMPILE", "sync")
+# tests/cuda runs in-process on numba-cuda's simulator (no GPU needed), which must be chosen
+# before anything imports numba.cuda; GRAPHC_TEST_CUDA=real runs them on the real GPU. The
+# CPU tests never import numba.cuda, so the variable changes nothing for them.
+if os.environ.get("GRAPHC_TEST_CUDA") != "real":
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 import pytest
 
 
