@@ -17,11 +17,26 @@ os.environ.pop("NUMBA_CACHE_DIR", None)
 # Kernels compile before the first run, so a test's first call already runs compiled code;
 # tests/kernels/test_tiers.py covers the background tier (the default outside the suite).
 os.environ.setdefault("GRAPHC_COMPILE", "sync")
-# tests/cuda runs in-process on numba-cuda's simulator (no GPU needed), which must be chosen
-# before anything imports numba.cuda; GRAPHC_TEST_CUDA=real runs them on the real GPU. The
-# CPU tests never import numba.cuda, so the variable changes nothing for them.
-if os.environ.get("GRAPHC_TEST_CUDA") != "real":
-    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+# The CUDA suites (tests/cuda, tests/cuda_kernels) run on numba-cuda's simulator, which must
+# be chosen before numba.cuda is first imported. A whole-suite run keeps this process a plain
+# machine without a GPU (where backend="cuda" must raise ValueError, as for a user) and runs
+# them in a child process (tests/test_cuda_suites.py); asked for by path (`pytest
+# tests/cuda`), they run here on the simulator; GRAPHC_TEST_CUDA=real runs them here on the GPU.
+from cuda_suites import cuda_suites_run_here, in_cuda_suite  # noqa: E402
+
+
+def pytest_configure(config):
+    asked = [a.split("::")[0] for a in config.args]
+    if os.environ.get("GRAPHC_TEST_CUDA") != "real" and any(in_cuda_suite(a) for a in asked):
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+
+
+def pytest_ignore_collect(collection_path, config):
+    if in_cuda_suite(collection_path) and not cuda_suites_run_here():
+        return True      # tests/test_cuda_suites.py runs them in a simulated child process
+    return None
+
+
 import pytest
 
 

@@ -1,5 +1,5 @@
-"""Fixtures of the CUDA tests: they run on numba-cuda's simulator (tests/conftest.py sets
-NUMBA_ENABLE_CUDASIM=1 unless GRAPHC_TEST_CUDA=real), at small sizes."""
+"""Fixtures of the CUDA tests: they run on numba-cuda's simulator at small sizes (a child
+process of the whole-suite run, see tests/conftest.py), or on a GPU with GRAPHC_TEST_CUDA=real."""
 import pytest
 
 pytest.importorskip("numba_cuda")
