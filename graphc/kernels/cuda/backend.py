@@ -222,7 +222,7 @@ class Plan:
                 try:
                     r = fn(*[env.device(i) for i in ins])
                 except Exception as e:  # noqa: BLE001 - re-raised with the op and user line
-                    err = located(op, e)
+                    err = located(op, e, env.shapes(ins))
                     if err is None:
                         raise
                     raise err from e
@@ -232,7 +232,7 @@ class Plan:
                 try:
                     fn(env, ins, outs)
                 except Exception as e:  # noqa: BLE001 - re-raised with the op and user line
-                    err = located(op, e)
+                    err = located(op, e, env.shapes(ins))
                     if err is None:
                         raise
                     raise err from e
@@ -286,6 +286,12 @@ class Env:
 
     def dev_value(self, i):
         return self.d[i]
+
+    def shapes(self, ins):
+        """Slots `ins` for an error message: host values as they are, device arrays as
+        zero-memory stand-ins of their run-time shape and dtype (no copy)."""
+        return [self.h[i] if self.d[i] is None else
+                np.broadcast_to(np.zeros((), self.d[i].dtype), self.d[i].shape) for i in ins]
 
     def any(self, i):
         d = self.d[i]
