@@ -59,7 +59,8 @@ class Record:
         self.what, self.path, self.why, self.runs = what, path, why, 0
 
     def text(self):
-        why = f": {self.why}" if self.why else ""
+        why = self.why() if callable(self.why) else self.why     # a kernel's: its last run
+        why = f": {why}" if why else ""
         return f"{self.what}: {self.path}{why} [ran {self.runs}x]"
 
 
@@ -94,7 +95,7 @@ class Plan:
                 kernel = lowering.lower_group(item)
             if kernel is not None:
                 rec = Record(f"{item.name} [{', '.join(op.name for op in ops)}]", "kernel",
-                             _describe(kernel))
+                             partial(_describe, kernel))
                 ins = tuple(index[id(v)] for v in item.inputs)
                 outs = tuple(index.setdefault(id(v), len(index)) for v in item.outputs)
                 self._add(self._kernel_step(kernel, item), "device", ins, outs, ops[-1], rec)
