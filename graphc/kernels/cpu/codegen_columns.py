@@ -51,7 +51,7 @@ class ColumnBody(_Body):
             out.append(f"{self._flag(op)} = np.zeros(({kept_shape},), np.bool_)")
         out.append(f"for blk in RANGE0((d{last} + {BLOCK - 1}) // {BLOCK}):")
         out.append(f"    lo = blk * {BLOCK}")
-        out.append(f"    width = min({BLOCK}, d{last} - lo)")
+        out.append(f"    width = imin({BLOCK}, d{last} - lo)")
         init = []
         for op in reds:
             v, dt = op.outputs[0], op.outputs[0].type.dtype
