@@ -20,9 +20,9 @@ from ..vecmath.bits import prefer_vector_width  # noqa: F401 - see codegen.vecto
 
 _INLINE = dict(error_model="numpy")
 
-# Index arithmetic (block bounds) uses numba's own integer min, lowered in place: `min` below
-# is an njit function of its own, a whole extra compile (~50 ms cold) in every kernel.
-imin = builtins.min
+# Index arithmetic (block bounds) uses numba's own integer min/max, lowered in place: `min`
+# below is an njit function of its own, a whole extra compile (~50 ms cold) in every kernel.
+imin, imax = builtins.min, builtins.max
 
 
 # np.maximum/np.minimum: the first argument if it is NaN or strictly beyond the second,
@@ -167,7 +167,7 @@ _REPLACEABLE = {"exp", "log", "log1p", "sin", "cos", "tan", "tanh", "erf", "sqrt
                 "pow", "fast_sin", "fast_cos", "fast_tan", "fast_trig_miss"}
 VECMATH_USED = _use_vecmath()
 
-__all__ = ["max", "min", "imin", "row_maximum", "row_minimum", "prefer_vector_width", "wadd", "wsub",
+__all__ = ["max", "min", "imin", "imax", "row_maximum", "row_minimum", "prefer_vector_width", "wadd", "wsub",
            "wmul", "wneg", "wabs", "to_int32", "to_int64", "stack_array", "block_sum",
            "buffer_sum", "cascade_push", "cascade_total", "sign", "floor",
            "ceil", "rint", "sqrt", "exp", "log", "log1p", "sin", "cos", "tan", "tanh", "erf",
