@@ -24,11 +24,38 @@ def steady(**costs):
     return lambda way, i: costs[way]
 
 
-def test_ways_are_first_timed_single_threaded_first(monkeypatch):
+def test_ways_are_first_timed_single_threaded_first_unless_the_cores_are_known_free(
+        monkeypatch):
+    from graphc.kernels.cpu import cores
     monkeypatch.setattr(blas, "can_lower", lambda: True)
     monkeypatch.setattr(blas_split, "possible", lambda *a: True)
-    assert blas_choice.ways_for(np.float32, 128, 256, 2, 2) == ["fewer", "plain", "split"]
-    assert blas_choice.ways_for(np.float32, 128, 256, 1, 2) == ["plain", "split"]
+    for known, free, first in ((False, 2, "fewer"), (True, 1, "fewer"), (True, 2, "plain"),
+                               (True, 4, "plain")):
+        monkeypatch.setattr(cores, "load_known", lambda: known)
+        monkeypatch.setattr(cores, "free_cores", lambda: free)
+        ways = blas_choice.ways_for(np.float32, 128, 256, 2, 2)
+        assert ways[0] == first and sorted(ways) == ["fewer", "plain", "split"], (known, free)
+        assert blas_choice.Choice(ways).pick() == first
+        assert blas_choice.ways_for(np.float32, 128, 256, 1, 2) == ["plain", "split"]
+
+
+def test_load_known_only_after_a_measured_interval(monkeypatch):
+    from graphc.kernels.cpu import cores
+    now = [100.0]
+    busy = iter([50.0, 50.1, 50.2])
+    monkeypatch.setattr(cores, "clock", lambda: now[0])
+    monkeypatch.setattr(cores, "read_busy", lambda cpus: next(busy))
+    monkeypatch.setattr(cores, "own_cpu", lambda: 1.0)
+    monkeypatch.setattr(cores, "fixed", lambda: None)
+    monkeypatch.setattr(cores, "SIGNAL", cores._Signal())
+    assert not cores.load_known()             # one read: no interval measured yet
+    now[0] += cores.READ_EVERY / 2
+    assert not cores.load_known()             # too soon for a second read
+    now[0] += cores.READ_EVERY
+    assert cores.load_known() and cores.free_cores() >= 1
+    monkeypatch.setattr(cores, "SIGNAL", cores._Signal())
+    monkeypatch.setattr(cores, "fixed", lambda: 2)                 # GRAPHC_THREADS
+    assert cores.load_known()
 
 
 def test_every_way_is_timed_once_uncounted_then_the_lowest_median_wins():

@@ -146,12 +146,17 @@ def summary():
 
 def ways_for(dtype, m, n, user, pool):
     """The ways a product can run with the user's BLAS count and numba's pool, in the order
-    they are first timed: a single-threaded one first, whose time is steady under any load,
-    so that a first batch of a way that a busy machine makes hopeless ends after one call
-    (two BLAS threads at load 6: ~100 ms a call, instead of 8 of them)."""
+    they are first timed (the first is also the one used until every way has a time). When
+    the load signal has measured free cores for all the user's BLAS threads, the user's own
+    way first: the first calls run as np.matmul would (a single thread first cost the MLP
+    step ~50% on the idle 2-core VM until the choice settled). Otherwise a single-threaded
+    one first, whose time is steady under any load, so that a first batch of a way that a
+    busy machine makes hopeless ends after one call (two BLAS threads at load 6: ~100 ms a
+    call, instead of 8 of them)."""
     ways = ["plain"]
     if user > 1 and blas.can_lower():
-        ways.insert(0, "fewer")
+        idle = cores.load_known() and cores.free_cores() >= user
+        ways.insert(1 if idle else 0, "fewer")
     if blas_split.possible(dtype, m, n, pool) and (user == 1 or blas.can_lower()):
         ways.append("split")
     return ways
