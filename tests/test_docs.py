@@ -1,7 +1,13 @@
-"""Every ```python block in README.md and docs/*.md runs (blocks of one file share a namespace)."""
+"""Every ```python block in README.md and docs/*.md runs (blocks of one file share a namespace).
+
+A file with a `backend="cuda"` block runs in a child process on numba-cuda's simulator,
+which must be on before numba.cuda is imported (see tests/conftest.py)."""
 import linecache
+import os
 import pathlib
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -13,8 +19,7 @@ def python_blocks(path):
     return re.findall(r"```python\n(.*?)```", path.read_text(), re.S)
 
 
-@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.name)
-def test_doc_code_blocks_run(path, capsys):
+def run_blocks(path):
     namespace = {"__name__": f"doc_{path.stem}"}
     for i, block in enumerate(python_blocks(path)):
         name = f"{path.name}[block {i}]"
@@ -22,3 +27,24 @@ def test_doc_code_blocks_run(path, capsys):
         linecache.cache[name] = (len(block), None, block.splitlines(True), name)
         code = compile(block, name, "exec")
         exec(code, namespace)
+
+
+def _needs_cuda(path):
+    return any('backend="cuda"' in b for b in python_blocks(path))
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.name)
+def test_doc_code_blocks_run(path, capsys):
+    from conftest import cuda_suites_run_here
+    if not _needs_cuda(path) or cuda_suites_run_here():
+        run_blocks(path)
+        return
+    pytest.importorskip("numba_cuda")     # the test extra installs it: CI never skips
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, __file__, str(path)], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+
+
+if __name__ == "__main__":
+    run_blocks(pathlib.Path(sys.argv[1]))

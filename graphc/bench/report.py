@@ -27,6 +27,7 @@ def header_lines(report):
                 else ""),
              f"versions: {versions}",
              f"numpy BLAS threads: {m.get('blas_threads') or 'unknown'}",
+             f"cuda: {m.get('cuda') or 'unknown'}",
              contention_line(report.contention),
              f"numpy triad a = b + s*c on {report.triad_elements:,} float32: "
              f"{report.triad_gbps:.1f} GB/s"]

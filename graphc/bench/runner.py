@@ -78,9 +78,13 @@ def backend_status():
 
 
 def _gpu_missing():
+    """None on a real GPU; cuda numbers never come from numba-cuda's simulator."""
     try:
-        from numba import cuda
-        return None if cuda.is_available() else "no CUDA GPU found by numba"
+        from ..kernels.cuda import availability
+        if availability.simulator_on():
+            return ("numba-cuda's simulator is on (NUMBA_ENABLE_CUDASIM=1): cuda numbers come "
+                    "only from a real GPU")
+        return availability.missing()
     except Exception as e:  # noqa: BLE001 - a broken CUDA install means: no GPU here
         return f"numba.cuda unusable: {e}"
 
@@ -100,7 +104,16 @@ def run(names, backends, quick=False, min_time=0.5, peers=True, seed=0, out=None
         report = _run(names, backends, quick, min_time, peers, seed, out, contention)
     report.machine["blas_threads"] = blas.note
     report.machine["blas_thread_count"] = blas.threads
+    report.machine["cuda"] = (_gpu_name() if "cuda" in backends else
+                              "left out: " + (backend_status()["cuda"] or "not asked for"))
     return report
+
+
+def _gpu_name():
+    from numba import cuda
+    dev = cuda.get_current_device()
+    name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+    return f"{name} (compute capability {'.'.join(map(str, dev.compute_capability))})"
 
 
 def _run(names, backends, quick, min_time, peers, seed, out, contention):

@@ -18,6 +18,9 @@ from . import UsageError
 # `describe(graph) -> str`, it is called with the traced (unoptimized) graph, exactly what
 # the backend itself is handed, and its text is printed after the optimized graph.
 BACKEND_REPORT_HOOK = ("graphc.kernels.cpu.backend", "describe")
+# --backend NAME: whose report to print (numba: the hook above; cuda: where each op ran on
+# the device; numpy: none, every op runs its numpy rule)
+REPORTS = {"numba": BACKEND_REPORT_HOOK, "cuda": ("graphc.kernels.cuda.backend", "describe")}
 
 _SPEC = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[([^\[\]]*)\]\s*$")
 
@@ -26,6 +29,7 @@ examples:
   graphc graph model.py::predict --arg 'float32[1000,64]' --arg 'float32[64]'
   graphc graph mypkg.layers:softmax --arg 'float64[?,10]'
   graphc graph loop.py::count --arg 'int32[]' --dump all
+  graphc graph model.py::predict --arg 'float32[8,64]' --backend cuda
 
 specs: dtype[d0,d1,...] with dtype one of float32, float64, int32, int64, bool;
 a dimension is an int, or ? / None when unknown; [] is a scalar. A Python literal
@@ -51,6 +55,10 @@ def add_parser(subparsers):
     p.add_argument("--dump", metavar="PASS",
                    help="also print the graph after pass PASS (or 'all') to stderr, like "
                         f"GRAPHC_DUMP; passes in order: {', '.join(PASS_NAMES)}")
+    p.add_argument("--backend", choices=["numba", "cuda", "numpy"], default="numba",
+                   help="whose plan to show: numba (default: fusion groups, kernels, "
+                        "fallbacks), cuda (each op or group and where it runs: kernel, device "
+                        "view, or fallback with the reason), numpy (the graphs only)")
     p.add_argument("--logdir", metavar="DIR",
                    help="also write the graph as TensorBoard graph data under DIR (as the "
                         "numba backend runs it when available: fusion groups and compiled "
@@ -64,6 +72,12 @@ def run(args):
     if args.dump and args.dump != "all" and args.dump not in PASS_NAMES:
         raise UsageError(f"--dump {args.dump!r}: no such pass; use 'all' or one of "
                          f"{', '.join(PASS_NAMES)}")
+    backend = getattr(args, "backend", "numba")
+    if backend == "cuda":
+        from ..kernels.cuda.availability import missing
+        why = missing()
+        if why is not None:
+            raise UsageError(why)
     specs = [parse_spec(s) for s in args.args]
     fn = load_function(args.target)
     graph = trace(fn, specs, args.target)
@@ -73,7 +87,7 @@ def run(args):
     print()
     print(f"// optimized graph ({len(optimized.operations)} ops)")
     print(optimized)
-    report = backend_report(graph)
+    report = backend_report(graph, backend)
     if report:
         print()
         print(report.rstrip("\n"))
@@ -229,9 +243,11 @@ def _spec_text(spec):
     return f"{spec.dtype.name}[{dims}]"
 
 
-def backend_report(graph):
-    """The compiling backend's description of `graph` (see BACKEND_REPORT_HOOK), or ''."""
-    modname, attr = BACKEND_REPORT_HOOK
+def backend_report(graph, backend="numba"):
+    """The backend's description of `graph` (see BACKEND_REPORT_HOOK, REPORTS), or ''."""
+    if backend not in REPORTS:
+        return ""
+    modname, attr = BACKEND_REPORT_HOOK if backend == "numba" else REPORTS[backend]
     try:
         module = importlib.import_module(modname)
     except ModuleNotFoundError as e:

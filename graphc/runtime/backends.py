@@ -18,7 +18,9 @@ class NumpyBackend:
 
 BACKENDS = {"numpy": NumpyBackend}
 AUTO_ORDER = ["numba", "numpy"]   # "auto" picks the first available
-_LAZY = {"numba": "graphc.kernels.cpu.backend"}   # imported on first use: numba is slow to import
+# imported on first use: numba is slow to import; the cuda module imports numba-cuda only
+# when asked whether it is available
+_LAZY = {"numba": "graphc.kernels.cpu.backend", "cuda": "graphc.kernels.cuda.backend"}
 
 
 def register_backend(backend):
@@ -52,6 +54,9 @@ def get_backend(name):
                 return b
     _load_lazy(name)
     b = BACKENDS.get(name)
+    why = b.unavailable_reason() if hasattr(b, "unavailable_reason") else None
+    if why is not None:
+        raise ValueError(why)       # what is missing (package, driver, device) and the fix
     if b is None or not b.available():
         have = ", ".join(n for n, b in BACKENDS.items() if b.available())
         raise ValueError(f"backend {name!r} is not available in this build/machine; "

@@ -99,16 +99,16 @@ def _flatten_outputs(graph, x, flat):
                     "dicts or namedtuples of them")
 
 
-def _unflatten(structure, outs):
+def _unflatten(structure, outs, wrap=Tensor._concrete):
     if type(structure) is _Slot:
-        return Tensor._concrete(outs[structure.index])
+        return wrap(outs[structure.index])
     if structure is None:
         return None
     if isinstance(structure, tuple) and hasattr(structure, "_fields"):
-        return type(structure)(*[_unflatten(s, outs) for s in structure])
+        return type(structure)(*[_unflatten(s, outs, wrap) for s in structure])
     if isinstance(structure, (list, tuple)):
-        return type(structure)(_unflatten(s, outs) for s in structure)
-    return {k: _unflatten(s, outs) for k, s in structure.items()}
+        return type(structure)(_unflatten(s, outs, wrap) for s in structure)
+    return {k: _unflatten(s, outs, wrap) for k, s in structure.items()}
 
 
 class ConcreteFunction:
@@ -119,13 +119,15 @@ class ConcreteFunction:
         self._structure = structure
         self.structured_input_signature = structured_input_signature
         self._backend = get_backend(backend)
-        self._captures = [src._np if type(src) is Tensor else src for _, src in graph.captures]
+        # a device backend (cuda) takes device arrays and returns them as device tensors
+        self._device = getattr(self._backend, "device_values", False)
+        self._captures = [_capture_value(src, self._device) for _, src in graph.captures]
         run = self._backend.compile(graph)
         # `_run(args)`: flat outputs for leaves + captures (saved-model signatures index them)
         self._run = _holding_variable_locks(run, graph)
         # `_call_leaves(leaves)`: the whole cached call after the arguments are encoded, one
         # closure swapped whole (other threads see the old one or the new one, never half)
-        call = _caller(self._run, self._captures, structure)
+        call = _caller(self._run, self._captures, structure, self._device)
         if getattr(run, "settled", None) is not None:
             call = self._settling(run, call)
         self._call_leaves = call
@@ -138,7 +140,8 @@ class ConcreteFunction:
             done = run.settled()
             if done is not None:
                 self._run = _holding_variable_locks(done, self.graph)
-                self._call_leaves = _caller(self._run, self._captures, self._structure)
+                self._call_leaves = _caller(self._run, self._captures, self._structure,
+                                            self._device)
             return out
         return first
 
@@ -181,17 +184,30 @@ class ConcreteFunction:
             if not sig.TensorSpec(v.type.shape, v.type.dtype).is_compatible_with(t):
                 raise ValueError(f"ConcreteFunction {self.name}: input '{v.name}' expects "
                                  f"shape {v.type}, got {t.dtype.name}{list(t.shape)}")
-            values.append(t._np)
+            values.append(t._dev if self._device and t._dev is not None else t._np)
         return self._call_leaves(values)
 
     def __repr__(self):
         return f"<gc.ConcreteFunction {self.name}{self.structured_input_signature}>"
 
 
-def _caller(run, captures, structure):
+def _capture_value(src, device):
+    if type(src) is not Tensor:
+        return src
+    return src._dev if device and src._dev is not None else src._np
+
+
+def _caller(run, captures, structure, device=False):
     """call(leaves) -> the returned structure of Tensors, for `run` over leaves + captures.
-    A single output is wrapped inline (no _unflatten walk, no Tensor._concrete call)."""
+    A single output is wrapped inline (no _unflatten walk, no Tensor._concrete call).
+    `device`: the outputs are device arrays, wrapped as device-backed tensors."""
     new = Tensor.__new__
+    if device:
+        wrap = Tensor._on_device
+        if type(structure) is _Slot:
+            i = structure.index
+            return lambda leaves: wrap(run(leaves + captures)[i])
+        return lambda leaves: _unflatten(structure, run(leaves + captures), wrap)
     if type(structure) is not _Slot:
         if captures:
             return lambda leaves: _unflatten(structure, run(leaves + captures))
@@ -201,14 +217,14 @@ def _caller(run, captures, structure):
         def call_captures(leaves):
             t = new(Tensor)
             t._np = run(leaves + captures)[i]
-            t._sym = t._graph = None
+            t._sym = t._graph = t._dev = None
             return t
         return call_captures
 
     def call(leaves):
         t = new(Tensor)
         t._np = run(leaves)[i]
-        t._sym = t._graph = None
+        t._sym = t._graph = t._dev = None
         return t
     return call
 

@@ -89,7 +89,7 @@ def resolve(g, x):
     if type(x) is Tensor:
         if x._graph is g:
             return x._sym
-        if x._np is None:
+        if x._sym is not None:
             return _capture_symbolic(g, x)
         if g.parent is not None:
             return g.add_capture(resolve(g.parent, x), x.type)
@@ -218,6 +218,9 @@ def convert_to_tensor(value, dtype=None, name=None):
         return convert_to_tensor(to_tensor(), dtype)
     if isinstance(value, (list, tuple)) and any(_is_tensorish(v) for v in _leaves(value)):
         return bind_stack(value, dtype)
+    if hasattr(value, "__cuda_array_interface__") or hasattr(value, "copy_to_host"):  # CuPy, numba-cuda
+        from ..kernels.cuda.device import foreign_tensor
+        return convert_to_tensor(foreign_tensor(value), dtype)
     return constant(value, dtype)
 
 

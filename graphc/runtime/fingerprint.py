@@ -36,7 +36,7 @@ PY_KEYED = frozenset((int, bool, str, bytes, type(None)))   # keyed by value, as
 float_bits = struct.Struct("<d").pack                        # by bits, as in signature
 
 
-def sequence_fingerprint(seq, fp, leaves):
+def sequence_fingerprint(seq, fp, leaves, device=False):
     """The fingerprint of a list or tuple argument (type and length, then its items as in
     __call__; Python floats in it are never passed as tensors, so always keyed by bits).
     False when an item needs the general path (a nested sequence, a dict, an object)."""
@@ -44,7 +44,7 @@ def sequence_fingerprint(seq, fp, leaves):
     for a in seq:
         t = type(a)
         if t is Tensor:
-            v = a._np
+            v = a._np if not device or a._dev is None else a._dev
             if v is None:
                 return False
             leaves.append(v)
@@ -58,7 +58,8 @@ def sequence_fingerprint(seq, fp, leaves):
             fp += (PY, float, float_bits(a))
         elif t is Variable:
             leaves.append(a)
-            fp += (VAR, a._value.dtype, a._value.shape)
+            v = a._meta()
+            fp += (VAR, v.dtype, v.shape)
         else:
             return False
     return True

@@ -32,6 +32,7 @@ class Function:
         from .backends import check_backend
         self.python_function = python_function
         self._backend = check_backend(backend)
+        self._device_leaves = self._backend == "cuda"   # feed device arrays, not host copies
         self._autograph = autograph
         self._reduce_retracing = reduce_retracing
         self._name = name or getattr(python_function, "__name__", "function")
@@ -81,10 +82,11 @@ class Function:
                 values = args
             leaves = []
             fp = []
+            dev = self._device_leaves
             for a in values:
                 t = type(a)
                 if t is Tensor:
-                    v = a._np
+                    v = a._np if not dev or a._dev is None else a._dev
                     if v is None:
                         break               # a leaked symbolic tensor: the general error
                     leaves.append(v)
@@ -100,8 +102,9 @@ class Function:
                     fp += (PY, float, float_bits(a))
                 elif t is Variable:
                     leaves.append(a)
-                    fp += (VAR, a._value.dtype, a._value.shape)
-                elif (t is tuple or t is list) and sequence_fingerprint(a, fp, leaves):
+                    v = a._meta()
+                    fp += (VAR, v.dtype, v.shape)
+                elif (t is tuple or t is list) and sequence_fingerprint(a, fp, leaves, dev):
                     pass
                 else:
                     break
@@ -153,7 +156,7 @@ class Function:
         if self._scalar_args:
             values = _as_tensors(values, self._scalar_args)
         leaves = []
-        key = tuple([sig.encode(v, leaves) for v in values])
+        key = tuple([sig.encode(v, leaves, self._device_leaves) for v in values])
         cf = self._cache.get(key)
         if cf is None:
             if self._warned and self._reduce_retracing and self.input_signature is None:
@@ -170,14 +173,14 @@ class Function:
         self._scalar_args = self._scalar_args | changing     # swapped whole: other threads
         tensors = _as_tensors(values, changing)
         leaves = []
-        key = tuple([sig.encode(v, leaves) for v in tensors])
+        key = tuple([sig.encode(v, leaves, self._device_leaves) for v in tensors])
         try:
             cf = self._cache.get(key) or self._lookup_or_trace(key, tensors)
         except (TypeError, ValueError):
             self._scalar_args = self._scalar_args - changing
             self._keep_scalars = self._keep_scalars | changing
             leaves = []
-            key = tuple([sig.encode(v, leaves) for v in values])
+            key = tuple([sig.encode(v, leaves, self._device_leaves) for v in values])
             cf = self._cache.get(key) or self._lookup_or_trace(key, values)
         return cf, leaves
 

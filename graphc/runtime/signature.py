@@ -111,14 +111,16 @@ class _IdRef:
         return f"<{self.type_name} object at {self.id:#x}>"
 
 
-def encode(x, leaves):
-    """The cache key of `x`; appends the runtime values it feeds (arrays, variables) to leaves."""
+def encode(x, leaves, device=False):
+    """The cache key of `x`; appends the runtime values it feeds (arrays, variables) to leaves.
+    `device` (a backend="cuda" function): a device-backed tensor, or an object with
+    `__cuda_array_interface__`, feeds its device array instead of a host copy."""
     tx = type(x)
     if tx is Tensor:
-        if x._np is None:
+        if x._sym is not None:
             raise TypeError("symbolic tensor passed to a compiled function from outside its "
                             "trace (a leaked tensor); pass concrete values")
-        v = x._np
+        v = x._dev if device and x._dev is not None else x._np
         leaves.append(v)
         return (TENSOR, _dt.from_numpy(v.dtype), v.shape)
     if tx is float:      # by exact bits: 0.0, -0.0 and each NaN get their own trace
@@ -132,16 +134,24 @@ def encode(x, leaves):
         leaves.append(np.asarray(x))
         return (TENSOR, d, x.shape)
     if tx is list:
-        return (LIST, tuple(encode(v, leaves) for v in x))
+        return (LIST, tuple(encode(v, leaves, device) for v in x))
     if tx is tuple:
-        return (TUPLE, tuple(encode(v, leaves) for v in x))
+        return (TUPLE, tuple(encode(v, leaves, device) for v in x))
     if tx is dict:
         keys = sorted(x, key=_sort_key)
-        return (DICT, tuple((k, encode(x[k], leaves)) for k in keys))
+        return (DICT, tuple((k, encode(x[k], leaves, device)) for k in keys))
     if isinstance(x, tuple) and hasattr(x, "_fields"):
-        return (NAMED, tx, tuple(encode(v, leaves) for v in x))
+        return (NAMED, tx, tuple(encode(v, leaves, device) for v in x))
     if isinstance(x, TensorSpec):
         return (TENSOR, x.dtype, x.shape)
+    if hasattr(x, "__cuda_array_interface__") or hasattr(x, "copy_to_host"):   # CuPy, numba-cuda
+        from ..kernels.cuda.device import foreign_leaf
+        v = foreign_leaf(x, device)
+        d = _dt.from_numpy(v.dtype)
+        if d is None:
+            raise TypeError(f"device array dtype {v.dtype} is not supported by graphc")
+        leaves.append(v)
+        return (TENSOR, d, tuple(v.shape))
     if hasattr(x, "_graph_type") and hasattr(x, "_resolve_in"):   # gc.Variable
         leaves.append(x)
         return (RESOURCE, x.dtype, x.shape)

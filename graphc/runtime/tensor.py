@@ -1,4 +1,9 @@
-"""gc.Tensor: an immutable value, either concrete (numpy-backed) or symbolic (a graph Value)."""
+"""gc.Tensor: an immutable value, either concrete (numpy-backed) or symbolic (a graph Value).
+
+A concrete tensor may instead be backed by device memory (a result of a backend="cuda"
+function): `_dev` holds the device array and `_np` stays unset until something on the host
+reads it; `__getattr__` then copies it once (DEVICE_TO_HOST, installed by
+graphc.kernels.cuda.device) and keeps the copy. Metadata (shape, dtype) never copies."""
 import numpy as np
 
 from .. import dtypes as _dt
@@ -8,12 +13,14 @@ from .types import TensorType
 
 # The public op functions, filled in by graphc.ops once loaded (operators dispatch to them).
 OPS = {}
+# device array -> host numpy value; set by graphc.kernels.cuda.device when it is imported
+DEVICE_TO_HOST = [None]
 
 
 class Tensor:
     """An immutable tensor. Concrete tensors hold a numpy value; symbolic ones, a graph Value."""
 
-    __slots__ = ("_np", "_sym", "_graph", "__weakref__")
+    __slots__ = ("_np", "_sym", "_graph", "_dev", "__weakref__")
     __array_ufunc__ = None   # numpy defers `ndarray + Tensor` to our reflected operators
     __hash__ = None          # `==` is elementwise, as in TF; key tensors by id() instead
 
@@ -24,6 +31,16 @@ class Tensor:
         t._np = value
         t._sym = None
         t._graph = None
+        t._dev = None
+        return t
+
+    @staticmethod
+    def _on_device(dev):
+        """A concrete tensor backed by device array `dev` (host copy made on first read)."""
+        t = Tensor.__new__(Tensor)
+        t._dev = dev
+        t._sym = None
+        t._graph = None
         return t
 
     @staticmethod
@@ -32,7 +49,21 @@ class Tensor:
         t._np = None
         t._sym = value
         t._graph = graph
+        t._dev = None
         return t
+
+    def __getattr__(self, name):
+        # only reached for an unset slot: `_np` of a device-backed tensor (copied to the host
+        # here, once), or `_dev` of a tensor built without it
+        if name == "_np":
+            dev = self._dev
+            if dev is not None:
+                host = DEVICE_TO_HOST[0](dev)
+                self._np = host
+                return host
+        elif name == "_dev":
+            return None
+        raise AttributeError(f"'Tensor' object has no attribute {name!r}")
 
     def __init__(self, *a, **k):
         raise TypeError("gc.Tensor is not built directly; use gc.constant(value) or "
@@ -41,21 +72,35 @@ class Tensor:
     # -- metadata ----------------------------------------------------------------------
     @property
     def is_symbolic(self):
-        return self._np is None
+        return self._sym is not None
 
     @property
     def type(self):
-        if self._np is None:
+        if self._sym is not None:
             return self._sym.type
-        return TensorType(_dt.from_numpy(self._np.dtype), self._np.shape)
+        v = self._dev
+        if v is None:
+            v = self._np
+        return TensorType(_dt.from_numpy(v.dtype), v.shape)
 
     @property
     def shape(self):
-        return self._sym.type.shape if self._np is None else self._np.shape
+        if self._sym is not None:
+            return self._sym.type.shape
+        v = self._dev
+        return (self._np if v is None else v).shape
 
     @property
     def dtype(self):
-        return self._sym.type.dtype if self._np is None else _dt.from_numpy(self._np.dtype)
+        if self._sym is not None:
+            return self._sym.type.dtype
+        v = self._dev
+        return _dt.from_numpy((self._np if v is None else v).dtype)
+
+    @property
+    def is_on_device(self):
+        """True for a result of a backend="cuda" function (its value is in device memory)."""
+        return self._dev is not None
 
     @property
     def ndim(self):
@@ -63,7 +108,7 @@ class Tensor:
 
     @property
     def name(self):
-        return self._sym.name if self._np is None else None
+        return self._sym.name if self._sym is not None else None
 
     @property
     def graph(self):
@@ -219,5 +264,5 @@ def is_tensor(x):
 def is_symbolic(x):
     """True for a tensor that only exists inside a graph being traced (AutoGraph dispatches on it)."""
     if type(x) is Tensor:
-        return x._np is None
+        return x._sym is not None
     return getattr(x, "_is_symbolic_like", lambda: False)()

@@ -4,6 +4,12 @@ Threads: each variable has a reentrant lock. Every rule below takes it, so one e
 or update is one step; a compiled call holds the locks of all the variables its graph
 touches for its whole run (ConcreteFunction), so its reads and updates are one step
 relative to other threads. Locks are always taken in creation order: no deadlock.
+
+Device copies (backend="cuda"): while a cuda function owns a variable, its value lives in
+`_dev` and `_value` is absent from the instance; the first host read of `_value` (eager
+ops, .numpy(), checkpoints, a CPU function) copies it back (`__getattr__`, the one place)
+and drops the device copy, and any host write sets `_value` again: the host copy is then
+the live one and the next cuda call uploads it. So host and device never disagree.
 """
 import itertools
 import sys
@@ -44,9 +50,9 @@ def _assign_infer(name):
 def _check_shape(op, var, value):
     """A Variable's shape never changes: a value of another shape (possible when the trace
     had a None dim) is an error, never reshaped or broadcast into it (as TF)."""
-    if np.shape(value) != var._value.shape:
+    if np.shape(value) != var.shape:
         raise InvalidArgumentError(
-            f"{op}: variable '{var._name}' has shape {list(var._value.shape)} but the value "
+            f"{op}: variable '{var._name}' has shape {list(var.shape)} but the value "
             f"has shape {list(np.shape(value))}; a Variable's shape never changes. Fix: give "
             "a value of the variable's shape, or make a new gc.Variable for the new shape.")
 
@@ -107,6 +113,9 @@ register("assign_add_variable", _assign_infer("assign_add"), _assign_add, kind=S
 register("assign_sub_variable", _assign_infer("assign_sub"), _assign_sub, kind=STATE,
          effectful=True, nondiff=True)
 
+# variable -> None: copies its device value back into `_value` (kernels.cuda.device sets it)
+DEVICE_SYNC = [None]
+
 _numbers = itertools.count(1)     # next() is atomic: unique numbers across threads
 
 
@@ -126,6 +135,27 @@ class Variable:
         for hook in context.creation_hooks():     # this thread's traces under way
             hook(self)
 
+    def __getattr__(self, name):
+        # only reached when `_value` is absent: a cuda function holds the live value on the
+        # device; copy it back under the lock (hooks installed by kernels.cuda.device)
+        if name == "_value" and "_lock" in self.__dict__:
+            with self._lock:
+                if "_value" not in self.__dict__:
+                    DEVICE_SYNC[0](self)
+                return self.__dict__["_value"]
+        if name == "_dev":
+            return None
+        raise AttributeError(f"'Variable' object has no attribute {name!r}")
+
+    def _meta(self):
+        """The live array (host or device) for its dtype and shape, without copying."""
+        v = self.__dict__.get("_value")
+        if v is None:
+            v = self._dev
+            if v is None:           # a host read synced it back meanwhile
+                v = self._value
+        return v
+
     # -- metadata ----------------------------------------------------------------------
     @property
     def name(self):
@@ -133,15 +163,15 @@ class Variable:
 
     @property
     def dtype(self):
-        return _dt.from_numpy(self._value.dtype)
+        return _dt.from_numpy(self._meta().dtype)
 
     @property
     def shape(self):
-        return self._value.shape
+        return self._meta().shape
 
     @property
     def ndim(self):
-        return self._value.ndim
+        return len(self._meta().shape)
 
     def _graph_type(self):
         return ResourceType(self.dtype, self.shape)
@@ -212,7 +242,10 @@ class Variable:
         return self.read_value().__index__()
 
     def __len__(self):
-        return len(self._value)
+        shape = self._meta().shape
+        if not shape:
+            raise TypeError("len() of unsized object")
+        return shape[0]
 
     def __getitem__(self, index):
         return self.read_value()[index]

@@ -1,0 +1,47 @@
+"""cond / while on the device: the predicate is copied to the host to branch (one sync per
+cond, one per loop iteration: the price of data-dependent control flow on a GPU), and the
+branch, condition and body graphs run as nested device plans, so loop variables stay on
+the device between iterations.
+"""
+from . import backend as _b
+
+
+def control_step(plan, op, rec):
+    graphs = ([("true branch", op.attrs["true_branch"]), ("false branch", op.attrs["false_branch"])]
+              if op.type == "cond" else [("loop condition", op.attrs["cond"]),
+                                         ("loop body", op.attrs["body"])])
+
+    def nested():
+        return [(name, _b.compile_plan(g, nested=True)) for name, g in graphs]
+
+    def run_cond(env, ins, outs):
+        pred = env.host(ins[0])         # the sync
+        branch = op.attrs["true_branch"] if pred else op.attrs["false_branch"]
+        _b.STATS.add("device_ops")
+        env.put_all(outs, _single(_b.compile_plan(branch, nested=True)(
+            [env.any(i) for i in ins[1:]])))
+
+    def run_while(env, ins, outs):
+        n = op.attrs["n_vars"]
+        cond = _b.compile_plan(op.attrs["cond"], nested=True)
+        body = _b.compile_plan(op.attrs["body"], nested=True)
+        values = [env.any(i) for i in ins]
+        loop_vars, caps = values[:n], values[n:]
+        _b.STATS.add("device_ops")
+        while _truth(plan, cond(loop_vars + caps)[0]):
+            loop_vars = body(loop_vars + caps)
+        env.put_all(outs, _single(loop_vars))
+
+    run = run_cond if op.type == "cond" else run_while
+    run.nested_plans = nested
+    return run
+
+
+def _single(out):
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _truth(plan, pred):
+    if plan.dev.is_device(pred):
+        pred = plan.dev.to_host(pred)      # the per-iteration sync
+    return bool(pred)

@@ -1,0 +1,52 @@
+"""assign_add / assign_sub of a device-resident gc.Variable, on the device.
+
+The result is a new array (never the variable's buffer updated in place): a value read
+from the variable earlier in the call keeps its contents, as on the CPU backends. Same
+dtype and shape on both sides (the ops' type rules and the shape check guarantee it), so
+a flat grid-stride loop does it; integers wrap as numpy's do (the store truncates).
+bool and float16 variables take the host path (numpy's rules: bool - bool is an error).
+"""
+import numpy as np
+from numba import cuda
+
+from . import device
+
+THREADS = 256
+
+
+def _add(a, b, out):
+    i = cuda.grid(1)
+    step = cuda.gridsize(1)
+    while i < out.size:
+        out[i] = a[i] + b[i]
+        i += step
+
+
+def _sub(a, b, out):
+    i = cuda.grid(1)
+    step = cuda.gridsize(1)
+    while i < out.size:
+        out[i] = a[i] - b[i]
+        i += step
+
+
+KERNEL_SOURCES = {"add": _add, "subtract": _sub}     # compiled to PTX in tests/cuda
+_KERNELS = {name: cuda.jit(fn) for name, fn in KERNEL_SOURCES.items()}
+ON_DEVICE = frozenset("bBhHiIlLqQfd")     # numpy dtype chars: ints and float32/64
+
+
+def combine(a, b, name):
+    """`a + b` or `a - b` for device arrays of one shape and dtype: a new device array."""
+    out = device.cuda.device_array(a.shape, dtype=a.dtype)
+    n = out.size
+    if n == 0:
+        return out
+    flat = (n,)
+    threads = min(THREADS, n) if not device.SIMULATED else min(32, n)
+    blocks = 1 if device.SIMULATED else min((n + threads - 1) // threads, 4096)
+    _KERNELS[name][blocks, threads](a.reshape(flat), b.reshape(flat), out.reshape(flat))
+    return out
+
+
+def runs_on_device(dtype):
+    return np.dtype(dtype).char in ON_DEVICE

@@ -1,0 +1,56 @@
+"""Helpers of the CUDA tests: what ran where, and agreement of backend="cuda" with the numpy
+backend and eager execution."""
+import contextlib
+
+import numpy as np
+
+import graphc as gc
+
+TOL = {"float32": dict(rtol=2e-5, atol=1e-6), "float64": dict(rtol=1e-12, atol=1e-14)}
+
+
+class CudaRuns:
+    """What ran where in a block: `kernels`, `fallbacks`, `views`, `device_ops` (see
+    graphc.kernels.cuda.backend.STATS) and host<->device copies `h2d`, `d2h`."""
+
+    @contextlib.contextmanager
+    def count(self):
+        from graphc.kernels.cuda.backend import STATS
+        from graphc.kernels.cuda.device import TRANSFERS
+        before, (h0, d0) = STATS.snapshot(), TRANSFERS.snapshot()
+        yield self
+        for k, v in STATS.snapshot().items():
+            setattr(self, k, v - before[k])
+        h1, d1 = TRANSFERS.snapshot()
+        self.h2d, self.d2h = h1 - h0, d1 - d0
+
+
+def flat(x):
+    if isinstance(x, (list, tuple)):
+        return [y for v in x for y in flat(v)]
+    return [x]
+
+
+def agree(fn, *arrays, kernels=0, tol=TOL):
+    """`fn` on backend="cuda", on backend="numpy" and eagerly: same dtypes, shapes, values up
+    to rounding. `kernels`: the fewest CUDA kernel launches expected (0 while
+    lowering.lower_group returns None; raise it once the generators are merged)."""
+    tensors = [gc.constant(a) for a in arrays]
+    ref = flat(gc.function(fn, backend="numpy")(*tensors))
+    runs = CudaRuns()
+    with runs.count():
+        got = flat(gc.function(fn, backend="cuda")(*tensors))
+    assert all(g.is_on_device for g in got)
+    assert runs.kernels >= kernels, f"{runs.kernels} kernel launches, expected {kernels}+"
+    assert runs.kernels + runs.fallbacks + runs.views + runs.device_ops > 0
+    eager = flat(fn(*tensors))
+    assert len(got) == len(ref) == len(eager)
+    for g, r, e in zip(got, ref, eager):
+        g, r, e = np.asarray(g.numpy()), np.asarray(r.numpy()), np.asarray(e.numpy())
+        assert g.dtype == r.dtype == e.dtype and g.shape == r.shape == e.shape
+        if g.dtype.kind == "f":
+            np.testing.assert_allclose(g, r, equal_nan=True, **tol[g.dtype.name])
+            assert np.array_equal(np.signbit(g[g == 0]), np.signbit(r[r == 0]))   # -0.0
+        else:
+            np.testing.assert_array_equal(g, r)
+    return runs
