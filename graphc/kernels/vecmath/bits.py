@@ -248,9 +248,12 @@ def inlined(dispatcher, nargs=1):
     elif nargs == 2:
         def call(typingctx, x, y):
             return typer((x, y))
-    else:
+    elif nargs == 3:
         def call(typingctx, x, y, z):
             return typer((x, y, z))
+    else:
+        def call(typingctx, x, y, z, w):
+            return typer((x, y, z, w))
     call.__name__ = call.__qualname__ = getattr(dispatcher, "__name__", "inlined")
     result = intrinsic(call)
     result.inlined_dispatcher = dispatcher      # lets vecmath._define call it without a wrapper
