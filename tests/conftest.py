@@ -22,28 +22,17 @@ os.environ.setdefault("GRAPHC_COMPILE", "sync")
 # machine without a GPU (where backend="cuda" must raise ValueError, as for a user) and runs
 # them in a child process (tests/test_cuda_suites.py); asked for by path (`pytest
 # tests/cuda`), they run here on the simulator; GRAPHC_TEST_CUDA=real runs them here on the GPU.
-CUDA_SUITES = ("cuda", "cuda_kernels")
-_TESTS = os.path.dirname(os.path.abspath(__file__))
-
-
-def _in_cuda_suite(path):
-    rel = os.path.relpath(os.path.abspath(str(path)), _TESTS).split(os.sep)
-    return rel[0] in CUDA_SUITES
-
-
-def cuda_suites_run_here():
-    return (os.environ.get("GRAPHC_TEST_CUDA") == "real"
-            or os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"))
+from cuda_suites import cuda_suites_run_here, in_cuda_suite  # noqa: E402
 
 
 def pytest_configure(config):
     asked = [a.split("::")[0] for a in config.args]
-    if os.environ.get("GRAPHC_TEST_CUDA") != "real" and any(_in_cuda_suite(a) for a in asked):
+    if os.environ.get("GRAPHC_TEST_CUDA") != "real" and any(in_cuda_suite(a) for a in asked):
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 
 
 def pytest_ignore_collect(collection_path, config):
-    if _in_cuda_suite(collection_path) and not cuda_suites_run_here():
+    if in_cuda_suite(collection_path) and not cuda_suites_run_here():
         return True      # tests/test_cuda_suites.py runs them in a simulated child process
     return None
 

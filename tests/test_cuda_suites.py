@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from conftest import CUDA_SUITES, cuda_suites_run_here
+from cuda_suites import CUDA_SUITES, cuda_suites_run_here
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

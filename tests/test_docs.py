@@ -35,7 +35,7 @@ def _needs_cuda(path):
 
 @pytest.mark.parametrize("path", DOCS, ids=lambda p: p.name)
 def test_doc_code_blocks_run(path, capsys):
-    from conftest import cuda_suites_run_here
+    from cuda_suites import cuda_suites_run_here
     if not _needs_cuda(path) or cuda_suites_run_here():
         run_blocks(path)
         return

@@ -22,7 +22,7 @@ _FIXES = [
     (("tensor_list_read", "tensor_list_stack", "tensor_list_gather", "tensor_list_concat"),
      ("not been written",),
      "Fix: write every element before reading it, or read only the indices written so far."),
-    (("tensor_list_read", "tensor_list_gather", "tensor_list_scatter"), ("out of range",),
+    (("tensor_list_read", "tensor_list_gather"), ("out of range",),
      "Fix: keep indices below ta.size(), or create the TensorArray with dynamic_size=True."),
     (("pow",), ("negative",),
      "Fix: raise integers only to non-negative powers, or cast to a float dtype first "

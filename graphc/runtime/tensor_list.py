@@ -1,10 +1,16 @@
-"""The tensor_list_* primitives behind gc.TensorArray, and their runtime value.
+"""The tensor_list_* primitives: gc.TensorArray's, and those of gradients; their runtime value.
 
 A TensorArray's flow value is a `TensorList` at run time: a Python list of numpy arrays,
 written in place (TF flows are linear, so an older version of a list is never read
 after a newer one is made). Static rules (`infer`) check dtypes and element shapes at
 trace time; runtime rules check indices, unwritten elements and unknown dims. Eager
 TensorArrays apply the very same rules through `apply_eager`.
+
+Gradients use lists too, as TF does: a differentiated while loop pushes each iteration's
+values onto lists (`tensor_list_push_back`) that its backward loop reads, and a
+TensorArray's gradient is a list in which an unwritten element stands for zeros (the
+`_or_zeros` reads, `tensor_list_add`, `tensor_list_scatter_add`). Those ops never change
+their input lists, so one gradient may be used twice.
 """
 import numpy as np
 
@@ -179,7 +185,10 @@ def _write_impl(lst, index, value):
 
 
 def _read_impl(lst, index):
-    return _written("TensorArray.read", lst, index)
+    i = int(index)
+    if 0 <= i < len(lst) and lst[i] is not None:   # (a backward loop reads every iteration)
+        return lst[i]
+    return _written("TensorArray.read", lst, i)
 
 
 def _empty(op, lst, element_shape, drop_first):
@@ -224,17 +233,133 @@ def _unstack_impl(lst, value):
     return lst
 
 
-for _name, _infer, _impl in [
-        ("tensor_list_new", _new_infer, _new_impl),
-        ("tensor_list_write", _write_infer, _write_impl),
-        ("tensor_list_read", _read_infer, _read_impl),
-        ("tensor_list_stack", _stack_infer, _stack_impl),
-        ("tensor_list_gather", _gather_infer, _gather_impl),
-        ("tensor_list_concat", _concat_infer, _concat_impl),
-        ("tensor_list_size", _size_infer, _size_impl),
-        ("tensor_list_unstack", _unstack_infer, _unstack_impl)]:
-    # effectful: lists are written in place, so passes must keep these ops and their order
-    register(_name, _infer, _impl, kind=OPAQUE, effectful=True)
+# -- lists of gradients and of saved loop values ----------------------------------------------
+
+def _sum_shape(a, b):
+    """The element shape of a sum of lists of element shapes a and b: unknown where either is
+    (an empty gradient list has no element shape, and a loop carrying one must keep its type)."""
+    if a is None or b is None or len(a) != len(b):
+        return None
+    return tuple(x if x == y else None for x, y in zip(a, b))
+
+
+def _grad_list(like, n):
+    out = TensorList([None] * n)
+    out.dtype, out.element_shape, out.dynamic_size = like.dtype, like.element_shape, True
+    return out
+
+
+def _push_back_infer(types):
+    lst, value = types
+    _check_list("tensor_list_push_back", lst)
+    _check_value("tensor_list_push_back", lst, value)
+    if lst.element_shape is not None:
+        _merge_shapes("tensor_list_push_back", lst.element_shape, value.shape)
+    return [lst]
+
+
+def _push_back_impl(lst, value):
+    # no shape check at run time (1.2 us a push, 25x the append): the value is a loop
+    # variable or an op's result, whose runtime shape the graph already guarantees to fit
+    # the type rule's check; elements may differ in the element shape's unknown dims
+    lst.append(value)
+    return lst
+
+
+def _add_infer(types):
+    a, b = types
+    _check_list("tensor_list_add", a)
+    _check_list("tensor_list_add", b)
+    if a.dtype is not b.dtype:
+        raise TypeError(f"tensor_list_add: cannot add a list of {b.dtype.name} to a list of "
+                        f"{a.dtype.name}")
+    return [ListType(a.dtype, _sum_shape(a.element_shape, b.element_shape))]
+
+
+def _add_impl(a, b):
+    out = _grad_list(a, max(len(a), len(b)))
+    out[:len(a)] = a
+    for i, g in enumerate(b):
+        if g is not None:
+            out[i] = g if out[i] is None else out[i] + g
+    if out.element_shape is None:
+        out.element_shape = b.element_shape
+    return out
+
+
+def _scatter_add_infer(types):
+    lst, indices, value = types
+    _check_list("tensor_list_scatter_add", lst)
+    _check_index("tensor_list_scatter_add", indices, "indices", rank=1)
+    _check_value("tensor_list_scatter_add", lst, value)
+    if not value.shape:
+        raise ValueError(f"tensor_list_scatter_add: value must have rank >= 1, got {value}")
+    return [ListType(lst.dtype, _sum_shape(lst.element_shape, value.shape[1:]))]
+
+
+def _scatter_add_impl(lst, indices, value):
+    """Rows of `value` added at `indices` (repeated indices add up), onto a copy of `lst`."""
+    out = _grad_list(lst, len(lst))
+    out[:] = lst
+    for k, i in enumerate(np.asarray(indices).tolist()):
+        if i < 0:
+            raise InvalidArgumentError(f"tensor_list_scatter_add: index {i} is negative")
+        if i >= len(out):
+            out.extend([None] * (i + 1 - len(out)))
+        out[i] = value[k] if out[i] is None else out[i] + value[k]
+    return out
+
+
+def _read_or_zeros_infer(types):
+    lst, index, like = types
+    _check_list("tensor_list_read_or_zeros", lst)
+    _check_index("tensor_list_read_or_zeros", index)
+    _check_value("tensor_list_read_or_zeros", lst, like)
+    return [like]
+
+
+def _read_or_zeros_impl(lst, index, like):
+    """Element `index`, or zeros like `like` where it was never written."""
+    i = int(index)
+    g = lst[i] if 0 <= i < len(lst) else None
+    return np.zeros_like(like) if g is None else g
+
+
+def _stack_or_zeros_infer(types):
+    lst, like = types
+    _check_list("tensor_list_stack_or_zeros", lst)
+    _check_value("tensor_list_stack_or_zeros", lst, like)
+    if not like.shape:
+        raise ValueError(f"tensor_list_stack_or_zeros: like must have rank >= 1, got {like}")
+    return [like]
+
+
+def _stack_or_zeros_impl(lst, like):
+    """The elements stacked into zeros shaped like `like` (elements past its length dropped)."""
+    out = np.zeros_like(like)
+    for i, g in enumerate(lst):
+        if g is not None and i < len(out):
+            out[i] += g
+    return out
+
+
+for _name, _infer, _impl, _nondiff in [
+        ("tensor_list_new", _new_infer, _new_impl, True),
+        ("tensor_list_write", _write_infer, _write_impl, False),
+        ("tensor_list_read", _read_infer, _read_impl, False),
+        ("tensor_list_stack", _stack_infer, _stack_impl, False),
+        ("tensor_list_gather", _gather_infer, _gather_impl, False),
+        ("tensor_list_concat", _concat_infer, _concat_impl, False),
+        ("tensor_list_size", _size_infer, _size_impl, True),
+        ("tensor_list_unstack", _unstack_infer, _unstack_impl, False),
+        ("tensor_list_push_back", _push_back_infer, _push_back_impl, True),
+        ("tensor_list_add", _add_infer, _add_impl, True),
+        ("tensor_list_scatter_add", _scatter_add_infer, _scatter_add_impl, True),
+        ("tensor_list_read_or_zeros", _read_or_zeros_infer, _read_or_zeros_impl, True),
+        ("tensor_list_stack_or_zeros", _stack_or_zeros_infer, _stack_or_zeros_impl, True)]:
+    # effectful: lists are written in place, so passes must keep these ops and their order.
+    # The gradient rules are attached by runtime/autodiff/lists.py (they need the tracer).
+    register(_name, _infer, _impl, kind=OPAQUE, effectful=True, nondiff=_nondiff)
 
 
 def apply_eager(type_, *inputs, **attrs):

@@ -19,6 +19,7 @@ from ..train import checkpoint_format
 from . import files, specs
 from .save import CONSTANT_PREFIX, JSON_NAME, VARIABLES
 from .serialize import IR_VERSION, Reader, check_graph
+from .upgrade import upgrade_functions
 
 
 class LoadedObject(Module):
@@ -67,9 +68,11 @@ class _Loader:
         if not isinstance(data, dict) or set(data) != {"ir_version", "objects", "functions",
                                                        "signatures", "variables"}:
             fail("top-level fields are not those of a graphc SavedModel")
-        if data["ir_version"] != IR_VERSION:
-            fail(f"IR version {data['ir_version']!r} is not supported (this graphc reads "
-                 f"version {IR_VERSION})")
+        version = data["ir_version"]
+        if type(version) is not int or not 1 <= version <= IR_VERSION:
+            fail(f"IR version {version!r} is not supported (this graphc reads versions 1 to "
+                 f"{IR_VERSION})")
+        functions = upgrade_functions(data["functions"], version, fail)
         prefix = os.path.join(export_dir, VARIABLES)
         try:
             self.index = checkpoint_format.read_index(prefix)
@@ -79,7 +82,7 @@ class _Loader:
         self.prefix = prefix
         self.variables = self._variables(data["variables"])
         self.functions = [self._function(f, i) for i, f in
-                          enumerate(self.reader._list(data["functions"], "functions"))]
+                          enumerate(self.reader._list(functions, "functions"))]
         self.nodes = self.reader._list(data["objects"], "objects")
         if not self.nodes:
             fail("the object list is empty")

@@ -11,7 +11,7 @@ from ..runtime.graph import Graph
 from ..runtime.tensor import Tensor
 from .serialize import Reader, Writer
 
-_LIST_OPS = ("tensor_list_", "list_grad_", "loop_stack_")
+_LIST_OPS = "tensor_list_"       # TensorArrays', list gradients' and loop stacks' ops
 
 
 def replay(cf, leaves):

@@ -21,7 +21,7 @@ from ..runtime.graph import Graph, Operation, Value
 from ..runtime.registry import REGISTRY
 from ..runtime.types import ListType, ResourceType, TensorType
 
-IR_VERSION = 1
+IR_VERSION = 2                   # 2: gradient list ops folded into tensor_list_* (upgrade.py)
 INLINE_ARRAY_BYTES = 4096        # larger constants go to the saved model's constants file
 MAX_ELEMENTS = 1 << 40           # no declared array or shape may claim more than this
 _STREAMS = {"stdout": lambda: sys.stdout, "stderr": lambda: sys.stderr}

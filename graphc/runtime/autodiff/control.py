@@ -4,9 +4,9 @@ Inside a compiled function a tape records a `cond`/`while` node as one op. Its r
 the backward pass from the node's subgraphs by *replaying* a branch, or one loop iteration,
 under an inner tape: pure ops are recomputed, while the results of effectful ops (variable
 reads, random draws, TensorArray reads) are taken from the forward pass, so no effect runs
-twice. A differentiated while loop gets per-iteration stacks added to its body
-(`loop_stack_push`) holding each iteration's loop variables and effect results; the backward
-loop runs from the last iteration to the first, reading them back.
+twice. A differentiated while loop gets lists added to its body (`tensor_list_push_back`)
+holding each iteration's loop variables and effect results; the backward loop runs from the
+last iteration to the first, reading them back (`tensor_list_read`).
 """
 import numpy as np
 
@@ -242,8 +242,8 @@ def _insert_before(g, op, new_op):
 
 
 def _export_while(op, g):
-    """Give the forward loop one stack per saved value: each tensor loop variable as it
-    enters an iteration, and each effect result of the body. Returns (stacks, saved) where
+    """Give the forward loop one list (a stack) per saved value: each tensor loop variable as
+    it enters an iteration, and each effect result of the body. Returns (stacks, saved) where
     `saved` lists (kind, what) per stack: ("var", loop-var index) or ("effect", Value)."""
     body, cond_g, n = op.attrs["body"], op.attrs["cond"], op.attrs["n_vars"]
     if hasattr(body, "_grad_saved"):
@@ -253,10 +253,14 @@ def _export_while(op, g):
     if not plan:   # nothing to save still needs the trip count: count iterations
         plan = [("tick", None)]
     stacks = []
+    size = g.add_op("constant", [], dict(value=np.array(0, np.int32)),
+                    [TensorType(_dt.int32, ())], op.loc)
+    _insert_before(g, op, size)
     for kind, what in plan:
         t = body.inputs[what].type if kind == "var" else \
             what.type if kind == "effect" else TensorType(_dt.int32, ())
-        new = g.add_op("loop_stack_new", [], dict(dtype=t.dtype, element_shape=t.shape),
+        new = g.add_op("tensor_list_new", [size.outputs[0]],
+                       dict(dtype=t.dtype, element_shape=t.shape, dynamic_size=True),
                        [ListType(t.dtype, t.shape)], op.loc)
         _insert_before(g, op, new)
         stack_in = Value(f"stack_{len(stacks)}", new.outputs[0].type)
@@ -266,7 +270,8 @@ def _export_while(op, g):
         if pushed is None:
             with context.building(body):
                 pushed = resolve(body, constant(np.int32(0)))
-        push = body.add_op("loop_stack_push", [stack_in, pushed], {}, [stack_in.type], op.loc)
+        push = body.add_op("tensor_list_push_back", [stack_in, pushed], {}, [stack_in.type],
+                           op.loc)
         body.outputs.append(push.outputs[0])
         op.inputs.insert(n + len(stacks), new.outputs[0])
         op.outputs.append(Value(f"{op.name}.{len(op.outputs)}", stack_in.type))
@@ -298,7 +303,7 @@ def _while_vjp(gs, outs, ins, cond, body, n_vars, _op=None, _graph=None):
 
     def step_body(i, *carried):
         gv, gcap = list(carried[:len(diff)]), list(carried[len(diff):])
-        values = [bind("loop_stack_read", s, i) for s in stacks]
+        values = [bind("tensor_list_read", s, i) for s in stacks]
         env, saved = {}, {}
         for (kind, what), val in zip(plan, values):
             if kind == "var":
@@ -314,12 +319,12 @@ def _while_vjp(gs, outs, ins, cond, body, n_vars, _op=None, _graph=None):
         results, tape = _replay(body, env, saved, sources)
         grads = tape.gradient([results[k] for k in diff], sources, output_gradients=gv)
         grads = [zeros_for(s) if g is None else g for s, g in zip(sources, grads)]
-        new_gcap = [list_op("list_grad_add", acc, g) if is_list_value(acc) else acc + g
+        new_gcap = [list_op("tensor_list_add", acc, g) if is_list_value(acc) else acc + g
                     for acc, g in zip(gcap, grads[len(diff):])]
         return [i - 1] + grads[:len(diff)] + new_gcap
 
     _connect_for_outer_tapes(outs, stacks)
-    start = bind("loop_stack_size", stacks[0]) - 1
+    start = bind("tensor_list_size", stacks[0]) - 1
     carried = [gs[k] for k in diff] + [zeros_for(operands[j]) for j in want]
     invariants = [()] + [_invariant(body.inputs[k].type) for k in diff] + \
         [_invariant(_type_of(operands[j])) for j in want]

@@ -1,9 +1,10 @@
 """Gradient rules of the TensorArray primitives (eager and traced) and the eager hook.
 
-A list's gradient is a list gradient (element index -> gradient), see autodiff_ops.
+A list's gradient is a list of the same tensor_list_* family in which an unwritten
+element stands for zeros (see graphc/runtime/tensor_list.py).
 """
 from . import tape as autodiff
-from .ops import list_op
+from .ops import list_from_tensor, list_op, zeros_list
 from ..registry import REGISTRY, defvjp
 
 
@@ -14,35 +15,25 @@ def _concat_list_vjp(gs, outs, ins, element_shape, num_elements):
         raise NotImplementedError("gradient of TensorArray.concat needs a static element "
                                   "shape; pass element_shape=... to gc.TensorArray")
     rows = OPS["reshape"](gs[0], [-1] + list(es))
-    return [list_op("list_grad_from_tensor", rows)]
+    return [list_from_tensor(rows)]
 
 
 _LIST_VJPS = {
     # a write replaces element i: the value gets that element's gradient
     "tensor_list_write": lambda gs, outs, ins: [
-        gs[0], None, list_op("list_grad_read", gs[0], ins[1], ins[2])],
+        gs[0], None, list_op("tensor_list_read_or_zeros", gs[0], ins[1], ins[2])],
     "tensor_list_read": lambda gs, outs, ins: [
-        list_op("list_grad_write", list_op("list_grad_new", dtype=outs[0].dtype), ins[1],
-                gs[0]), None],
+        list_op("tensor_list_write", zeros_list(outs[0].dtype), ins[1], gs[0]), None],
     "tensor_list_stack": lambda gs, outs, ins, element_shape, num_elements: [
-        list_op("list_grad_from_tensor", gs[0])],
+        list_from_tensor(gs[0])],
     "tensor_list_gather": lambda gs, outs, ins, element_shape: [
-        list_op("list_grad_scatter", ins[1], gs[0]), None],
+        list_op("tensor_list_scatter_add", zeros_list(gs[0].dtype), ins[1], gs[0]), None],
     "tensor_list_concat": _concat_list_vjp,
     "tensor_list_unstack": lambda gs, outs, ins: [
-        None, list_op("list_grad_stack", gs[0], ins[1])],
+        None, list_op("tensor_list_stack_or_zeros", gs[0], ins[1])],
 }
 for _type, _rule in _LIST_VJPS.items():
     defvjp(_type, _rule)
-
-
-def _mark_nondiff(type_):
-    from dataclasses import replace
-    REGISTRY[type_] = replace(REGISTRY[type_], nondiff=True)
-
-
-for _type in ("tensor_list_new", "tensor_list_size"):
-    _mark_nondiff(_type)
 
 
 def taped_list_op(apply, type_, inputs, attrs):

@@ -1,12 +1,12 @@
-"""Primitives that exist for gradients: the scatter-add that undoes getitem/gather, and the
-per-iteration stacks a differentiated while loop keeps for its backward loop."""
+"""What gradient rules share: `getitem_grad` (the scatter-add that undoes getitem, the one
+primitive that exists for gradients only) and the helpers that build list gradients from
+the tensor_list_* primitives."""
 import numpy as np
 
 from ... import dtypes as _dt
-from ...errors import InvalidArgumentError
-from ..dispatch import bind
-from ..registry import register, OPAQUE, STATE
-from ..types import TensorType, ListType
+from ..dispatch import bind, constant
+from ..registry import register, OPAQUE
+from ..types import TensorType
 
 
 # -- getitem_grad: zeros shaped like x, with g added at x[index] ---------------------------
@@ -61,127 +61,17 @@ def scatter_like(g, x, index, index_tensors):
     return bind("getitem_grad", g, xshape, *index_tensors, index=index, shape=tuple(x.shape))
 
 
-# -- per-iteration stacks for while-loop gradients -----------------------------------------
+# -- list gradients: lists of the tensor_list_* family (graphc/runtime/tensor_list.py) -------
 
-class Stack(list):
-    """Runtime value of a loop accumulator: one array per iteration, in order."""
-
-    __slots__ = ()
-
-
-def _stack_new_infer(types, dtype, element_shape):
-    return [ListType(dtype, element_shape)]
+def zeros_list(dtype):
+    """The gradient of a list that nothing flowed into: an empty list (unwritten: zeros)."""
+    return list_op("tensor_list_new", constant(np.int32(0)), dtype=dtype, element_shape=None,
+                   dynamic_size=True)
 
 
-def _stack_push_infer(types):
-    return [types[0]]
-
-
-def _stack_read_infer(types):
-    acc = types[0]
-    return [TensorType(acc.dtype, acc.element_shape)]
-
-
-def _stack_push_impl(acc, value):
-    acc.append(value)
-    return acc
-
-
-def _stack_read_impl(acc, index):
-    i = int(index)
-    if not 0 <= i < len(acc):
-        raise InvalidArgumentError(f"loop gradient: iteration {i} was not saved "
-                                   f"(the forward loop ran {len(acc)} iterations)")
-    return acc[i]
-
-
-# effectful: pushes mutate the stack in place, so passes must keep them and their order
-register("loop_stack_new", _stack_new_infer, lambda dtype, element_shape: Stack(),
-         kind=STATE, effectful=True, nondiff=True)
-register("loop_stack_push", _stack_push_infer, _stack_push_impl, kind=STATE, effectful=True,
-         nondiff=True)
-register("loop_stack_read", _stack_read_infer, _stack_read_impl, kind=STATE, effectful=True,
-         nondiff=True)
-register("loop_stack_size", lambda types: [TensorType(_dt.int32, ())],
-         lambda acc: np.array(len(acc), dtype=np.int32), kind=STATE, effectful=True,
-         nondiff=True)
-
-
-# -- gradients of TensorArray lists ---------------------------------------------------------
-# A list's gradient maps element index -> gradient array; a missing index is a zero. Every
-# op returns a new mapping (values are never changed in place), so gradients can be reused.
-
-class ListGrad(dict):
-    """Runtime value of a TensorArray's gradient."""
-
-    __slots__ = ("dtype",)
-
-    @property
-    def type(self):
-        return ListType(self.dtype, None)
-
-
-def _list_grad(dtype, items=()):
-    out = ListGrad(items)
-    out.dtype = dtype
-    return out
-
-
-def _lg_type(types, dtype=None):
-    return [ListType(dtype if dtype is not None else types[-1].dtype, None)]
-
-
-def _add_into(d, i, g):
-    d[i] = g if i not in d else d[i] + g
-
-
-def _lg_add(a, b):
-    out = _list_grad(a.dtype, a)
-    for i, g in b.items():
-        _add_into(out, i, g)
-    return out
-
-
-def _lg_write(lg, index, g):
-    out = _list_grad(lg.dtype, lg)
-    _add_into(out, int(index), g)
-    return out
-
-
-def _lg_read(lg, index, like):
-    g = lg.get(int(index))
-    return np.zeros_like(like) if g is None else g
-
-
-def _lg_stack(lg, like):
-    out = np.zeros_like(like)
-    for i, g in lg.items():
-        if i < len(out):
-            out[i] += g
-    return out
-
-
-def _lg_scatter(indices, g):
-    out = _list_grad(_dt.from_numpy(g.dtype))
-    for k, i in enumerate(np.asarray(indices).tolist()):
-        _add_into(out, i, g[k])
-    return out
-
-
-_LIST_GRAD_OPS = [
-    ("list_grad_new", lambda types, dtype: [ListType(dtype, None)],
-     lambda dtype: _list_grad(dtype)),
-    ("list_grad_add", _lg_type, _lg_add),
-    ("list_grad_write", _lg_type, _lg_write),
-    ("list_grad_read", lambda types: [types[2]], _lg_read),
-    ("list_grad_stack", lambda types: [types[1]], _lg_stack),
-    ("list_grad_from_tensor", _lg_type,
-     lambda g: _list_grad(_dt.from_numpy(g.dtype), enumerate(g))),
-    ("list_grad_scatter", _lg_type, _lg_scatter),
-]
-for _name, _infer, _impl in _LIST_GRAD_OPS:
-    # effectful: keeps passes from folding or merging ops on these non-tensor values
-    register(_name, _infer, _impl, kind=OPAQUE, effectful=True, nondiff=True)
+def list_from_tensor(value):
+    """A list gradient holding the rows of `value` (the gradient of a stack)."""
+    return list_op("tensor_list_unstack", zeros_list(value.dtype), value)
 
 
 def is_list_value(x):
@@ -193,12 +83,14 @@ def is_list_value(x):
 
 
 def list_op(type_, *inputs, **attrs):
-    """Apply a list-gradient op: a graph node while tracing, else computed at once."""
+    """Apply a tensor_list op to list gradients: a graph node while tracing, else computed at
+    once (and not recorded: gradients of these gradients are not taken)."""
     from .. import context
+    from ..registry import REGISTRY
     from ..tensor import Tensor
+    from ..tensor_list import TensorList
     if context.current_graph() is not None:
         return bind(type_, *inputs, **attrs)
-    from ..registry import REGISTRY
     values = [x._np if type(x) is Tensor else x for x in inputs]
     result = REGISTRY[type_].numpy(*values, **attrs)
-    return result if isinstance(result, ListGrad) else Tensor._concrete(np.asarray(result))
+    return result if isinstance(result, TensorList) else Tensor._concrete(np.asarray(result))

@@ -7,7 +7,7 @@ which gives higher derivatives for free.
 
 A tape records only the ops bound in the graph it was entered in (None: eager). Ops traced
 into a cond branch or loop body are not recorded one by one: the `cond`/`while` node itself
-is, and its rule (autodiff_control) differentiates the subgraph.
+is, and its rule (autodiff/control.py) differentiates the subgraph.
 """
 import numpy as np
 
@@ -276,8 +276,8 @@ def _is_list(x):
 def zeros_for(x):
     """A zero gradient for `x` (a TensorArray list gets an empty list gradient)."""
     if _is_list(x):
-        from .ops import list_op
-        return list_op("list_grad_new", dtype=x.dtype)
+        from .ops import zeros_list
+        return zeros_list(x.dtype)
     if hasattr(x, "_resolve_in"):      # a variable: zeros of its shape, without reading it
         return _ops()["zeros"](x.shape, x.dtype)
     return _ops()["zeros_like"](x)
@@ -291,7 +291,7 @@ def accumulate(grads, x, g):
         grads[k] = g
     elif _is_list(prev) or _is_list(g):
         from .ops import list_op
-        grads[k] = list_op("list_grad_add", prev, g)
+        grads[k] = list_op("tensor_list_add", prev, g)
     else:
         grads[k] = _ops()["add"](prev, g)
 
