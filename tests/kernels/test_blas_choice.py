@@ -247,3 +247,52 @@ def test_split_waits_for_its_kernel_on_the_compile_thread(monkeypatch):
     assert job.done.wait(120) and job.state == "ready", job.error
     np.testing.assert_array_equal(blas.matmul(a, a, transpose_b=True), a @ a.T)
     assert choice.ways == ("plain", "fewer", "split") and choice.later is None
+
+
+def test_batches_timed_beside_a_compile_are_timed_again_once_it_ends(monkeypatch):
+    """A choice made while the compile thread took a core (plain looks 10x slower) is
+    re-timed by the first batches after the compiles end, not at the next probe."""
+    from graphc.kernels import tiers
+    busy = [True]
+    monkeypatch.setattr(tiers, "compiling", lambda: busy[0])
+    c = blas_choice.Choice(("fewer", "plain"))
+    drive(c, steady(fewer=1.0, plain=3.0), 40)
+    assert c.best == "fewer" and c.beside_compile == {"fewer", "plain"}
+    busy[0] = False
+    ran = drive(c, steady(fewer=1.0, plain=0.3), 3 * (blas_choice.BATCH + 1))
+    assert c.best == "plain" and not c.beside_compile
+    assert ran[-blas_choice.BATCH:] == ["plain"] * blas_choice.BATCH
+    assert c.probes == 0                # found by re-timing, not by a probe
+    ran = drive(c, steady(fewer=1.0, plain=0.3), 100)
+    assert ran.count("fewer") <= blas_choice.BATCH and c.best == "plain"   # a probe at most
+
+
+def test_without_compiles_the_choice_keeps_its_batches(monkeypatch):
+    from graphc.kernels import tiers
+    monkeypatch.setattr(tiers, "compiling", lambda: False)
+    c = blas_choice.Choice(("fewer", "plain"))
+    drive(c, steady(fewer=1.0, plain=0.5), 40)
+    kept = {w: list(m) for w, m in c.means.items()}
+    drive(c, steady(fewer=1.0, plain=0.5), blas_choice.BATCH)
+    assert all(list(c.means[w])[:len(v)] == v or len(v) == blas_choice.KEEP
+               for w, v in kept.items()) and not c.beside_compile
+
+
+def test_compiling_counts_queued_and_running_jobs():
+    import threading
+    from graphc.kernels import tiers
+    tiers.wait_all(30)
+    assert not tiers.compiling()
+    gate = threading.Event()
+    started = threading.Event()
+
+    def job():
+        started.set()
+        gate.wait(30)
+    j = tiers.submit("test job", job)
+    started.wait(30)
+    assert tiers.compiling()
+    gate.set()
+    j.done.wait(30)
+    tiers.wait_all(30)
+    assert not tiers.compiling()
