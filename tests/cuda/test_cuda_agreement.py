@@ -1,7 +1,7 @@
 """backend="cuda" agrees with backend="numpy" at small sizes: elementwise ops of every dtype
 (integer overflow, NaN, inf, -0.0), reductions, softmax, layernorm, cond/while, gradients,
 the MLP train step, and random programs. Each test also asserts the fewest CUDA kernel
-launches expected: 0 until the kernel generators (lowering.lower_group) are merged."""
+launches expected (lowering.lower_group)."""
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import graphc as gc
 from cuda_helpers import CudaRuns, agree
 
-KERNELS = 0     # TODO(after wt-cudak's lowering lands): >= 1 per fused group below
+KERNELS = 1     # every test below has fused groups: their CUDA kernels must run
 
 pytestmark = [pytest.mark.filterwarnings("ignore::RuntimeWarning"),   # numpy's, edge values
               pytest.mark.filterwarnings("ignore::graphc.autograph.AutoGraphWarning")]

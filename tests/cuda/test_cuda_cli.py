@@ -38,7 +38,8 @@ def test_graph_backend_cuda_shows_where_each_op_runs(sample, capsys):
     assert "reshape 'reshape_" in report and "device view" in report
     assert "while 'while_0': device: predicate copied to the host" in report
     assert "loop body:" in report and "matmul 'matmul_0': kernel: lowering.matmul" in report
-    assert "fallback: group_" in report and "no CUDA lowering" in report
+    assert "group_0 [multiply_0]: kernel: " in report         # fused groups: CUDA kernels
+    assert "transpose 'transpose_0': fallback: no CUDA path for transpose" in report
     assert "fusion groups" not in out        # not the numba report
 
 

@@ -34,7 +34,7 @@ def test_updates_stay_on_device_until_the_host_reads(cuda_stats):
     with cuda_stats.count():
         before, after = step(d)
         step(d)
-    assert cuda_stats.h2d == 2 * 2 and cuda_stats.d2h == 0  # `d` and `d * 0.5` (host)
+    assert cuda_stats.h2d == 2 and cuda_stats.d2h == 0  # `d` (`d * 0.5` is a kernel)
     resident = "_value" not in v.__dict__
     assert resident and cuda_stats.device_ops == 2 * 4   # 2 reads, 2 updates per call
     # a read earlier in the call kept its value (updates make new device arrays)

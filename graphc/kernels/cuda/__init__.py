@@ -1,5 +1,6 @@
 """The CUDA target on numba-cuda: availability checks, device memory and the backend
 (`backend`), the scalar library the shared expression code calls on the device
 (`scalar`), and kernels lowered from the same fusion groups as the CPU target
-(`lowering`: elementwise grid-stride kernels, row/column/full reductions, GEMM).
-Imported on demand: numba-cuda is optional (`pip install 'graphc[cuda]'`)."""
+(`lowering`, the backend's entry point; its generators: `elementwise` grid-stride
+kernels, `reduce` row / column / full reductions, `gemm`, and `codegen`, what they
+share). Imported on demand: numba-cuda is optional (`pip install 'graphc[cuda]'`)."""

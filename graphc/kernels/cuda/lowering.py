@@ -5,19 +5,223 @@ Contract between `backend` (plumbing: memory, fallback, control flow) and the ge
 - `lower_group(group)` takes a `kernels.fusion.Group` exactly as `fuse()` yields it (a
   single-op group included) and returns a `GroupKernel`, or None when the group has
   nothing CUDA can run (the backend then runs its ops one by one on the fallback path).
-- `GroupKernel(inputs)`: `inputs` are device arrays (numba-cuda DeviceNDArray, or the
-  simulator's stand-in) in `group.inputs` order, 0-d included; it launches on the default
-  stream and returns new device arrays for `group.outputs`, shapes and dtypes as the
-  numpy rules give. It raises the graphc error the numpy rules raise for bad shapes.
+- `GroupKernel(inputs)`: `inputs` is a list of device arrays (numba-cuda DeviceNDArray,
+  or the simulator's stand-in; any strides) in `group.inputs` order, 0-d included (also
+  accepted as separate arguments); it launches on the default stream and returns new
+  device arrays for `group.outputs`, shapes and dtypes as the numpy rules give. It
+  raises the graphc error the numpy rules raise for bad shapes.
   `.describe()` is the text `graphc graph --backend cuda` shows (kernel kind, launch
   shape, source).
-- `matmul(a, b, **attrs)` with the matmul op's attrs: a device array, numpy's result.
+- `matmul(a, b, **attrs)` with the matmul op's attrs: a device array, numpy's result
+  (dtypes other than float32/64 and int32/64, and strided operands, run the numpy rule
+  on host copies; bad shapes raise the numpy rule's error).
+
+How: per set of input shapes a plan (domain, broadcast flags: `kernels.cpu.groups`'
+layout planning, shared with the CPU target) picks the generator -- `elementwise`
+(grid-stride), `reduce.row_source` (one block per row) or `reduce.two_pass_source`
+(column and full reductions) -- whose module is compiled once per process under a key
+from the spec's canonical text (ops, dtypes, ranks, broadcast flags; no dims). Shapes the
+kernel cannot take (a run-time broadcast that changes the domain) and empty domains run
+the group's numpy rules on host copies, which also raise the located error for bad shapes.
 """
+import threading
+
+import numpy as np
+
+from ..fusion import raises_on_integers
+from . import codegen, elementwise, reduce
+from .gemm import matmul  # noqa: F401 - part of the contract
 
 
 def lower_group(group):
-    return None
+    """A GroupKernel for `group`, or None: integer pow/floordiv/mod raise in numpy's rule,
+    which a kernel cannot report (fusion keeps them out of groups already)."""
+    if any(raises_on_integers(op) for op in group.ops):
+        return None
+    return GroupKernel(group)
 
 
-def matmul(a, b, **attrs):
-    raise NotImplementedError("cuda matmul: provided by the kernel generators")
+class _Plan:
+    """One set of input shapes: the kernel module and how to launch it."""
+
+    def __init__(self, group, shapes, contiguous=True):
+        from ..cpu.groups import _plan_layout     # target-neutral shape planning
+        lay = _plan_layout(group, shapes)
+        self.reason = lay.reason
+        self.domain, self.out_shapes = lay.domain, lay.out_shapes
+        self.size = lay.size if lay.spec is not None else 0
+        self.kind = self.ns = self.source = None
+        self.flat = self.columns = False
+        self.threads = codegen.THREADS
+        self._scratch = threading.local()
+        if lay.spec is None or self.size == 0:
+            self.reason = self.reason or "an empty domain (the numpy rules give its result)"
+            return
+        spec = lay.spec
+        if not spec.axes:
+            self.flat = lay.flat_spec is not None and contiguous    # 1-d views need it
+            spec = lay.flat_spec if self.flat else spec
+            self.kind, self.source = elementwise.KERNEL, elementwise.source(spec)
+        else:
+            self.body = codegen.Body(spec)
+            nk = int(np.prod([self.domain[a] for a in self.body.K], dtype=np.int64))
+            nr = self.size // nk
+            self.nk, self.nr = nk, nr
+            # long rows and few of them: the two-pass kernels spread a row over blocks
+            row = reduce.is_row(spec) and nk * codegen.THREADS * 32 >= nr
+            self.kind = reduce.ROW if row else reduce.TWO_PASS
+            self.columns = not row and nk >= codegen.THREADS
+            self.threads = codegen.row_threads(nr) if row else codegen.THREADS
+            self.source = (reduce.row_source(spec, self.threads) if row else
+                           reduce.two_pass_source(spec, self.columns))
+        self.spec = spec
+        self.key = codegen.module_key(
+            f"{self.kind} columns={self.columns} block={self.threads}", spec.canonical())
+        self.launches = []
+
+    def scratch(self, j, n_part, n_rb, dtype):
+        """Reduction j's partials and results: allocated once per thread and reused by
+        its later calls (launches on one stream run in order; another thread's calls
+        must not share them)."""
+        from numba import cuda
+        bufs = getattr(self._scratch, "bufs", None)
+        if bufs is None:
+            bufs = self._scratch.bufs = {}
+        if j not in bufs:
+            bufs[j] = (cuda.device_array(n_part, dtype), cuda.device_array(n_rb, dtype))
+        return bufs[j]
+
+    def kernel_names(self):
+        if self.kind == reduce.TWO_PASS:
+            n = len(self.body.reductions)
+            return [f"{p}_{j}" for j in range(n) for p in ("partials", "combine")] + ["final"]
+        return [self.kind]
+
+    def arg_types(self, group, fn):
+        """numba types of kernel `fn`'s arguments as this plan launches it (device arrays
+        are C-contiguous; what compiling ahead of a launch, e.g. to PTX, needs)."""
+        import inspect
+        from numba import types
+        from numba.np.numpy_support import from_dtype
+
+        def array(dtype, ndim):
+            return types.Array(from_dtype(dtype.np), max(ndim, 1), "C")
+        name = fn.py_func.__name__
+        red = self.body.reductions if self.kind != elementwise.KERNEL else []
+        out = []
+        for p in inspect.signature(fn.py_func).parameters:
+            if p.startswith("in"):
+                k = int(p[2:])
+                out.append(array(group.inputs[k].type.dtype, self.spec.in_ranks[k]))
+            elif p.startswith("out"):
+                k = int(p[3:])
+                ndim = 1 if self.flat else len(self.out_shapes[k])
+                out.append(array(group.outputs[k].type.dtype, ndim))
+            elif p.startswith("rb_"):
+                out.append(array(red[int(p[3:])].outputs[0].type.dtype, 1))
+            elif p == "part":
+                out.append(array(red[int(name.rsplit("_", 1)[1])].outputs[0].type.dtype, 1))
+            else:
+                out.append(types.int64)
+        return tuple(out)
+
+    def module(self):
+        if self.ns is None:
+            self.ns = codegen.load(self.key, self.source)
+        return self.ns
+
+
+class GroupKernel:
+    """Callable `(list of device arrays) -> list of device arrays` for one fused group."""
+
+    def __init__(self, group):
+        self.group = group
+        self.plans = {}
+        self.last = None
+        self._numpy = None
+
+    def __call__(self, *inputs):
+        from numba import cuda
+        if len(inputs) == 1 and isinstance(inputs[0], (list, tuple)):
+            inputs = tuple(inputs[0])        # kernel([a, b]) as the backend calls it
+        shapes = tuple(tuple(a.shape) for a in inputs)
+        key = (shapes, all(a.flags["C_CONTIGUOUS"] for a in inputs))
+        plan = self.plans.get(key)
+        if plan is None:
+            plan = self.plans[key] = _Plan(self.group, *key)
+        self.last = plan
+        if plan.kind is None:
+            return self.run_numpy(inputs)
+        ns = plan.module()
+        ins = [_vector(a) if a.ndim == 0 else a for a in inputs]
+        if plan.flat:
+            ins = [a if a.ndim <= 1 else a.reshape(a.size) for a in ins]
+        outs = [cuda.device_array(s if s else (1,), v.type.dtype.np)
+                for s, v in zip(plan.out_shapes, self.group.outputs)]
+        if plan.flat:
+            flat_outs = [o if o.ndim <= 1 else o.reshape(o.size) for o in outs]
+        else:
+            flat_outs = outs
+        dims = (plan.size,) if plan.flat else plan.domain
+        if plan.kind == elementwise.KERNEL:
+            _launch(plan, ns["elementwise"], codegen.blocks_for(plan.size),
+                    *ins, *flat_outs, *dims, plan.size)
+        elif plan.kind == reduce.ROW:
+            _launch(plan, ns["row"], codegen.blocks_for(plan.nk, 1),
+                    *ins, *outs, *dims, plan.nk, plan.nr, threads=plan.threads)
+        else:
+            self._two_pass(plan, ns, ins, outs)
+        return [o.reshape(()) if s == () else o for o, s in zip(outs, plan.out_shapes)]
+
+    def _two_pass(self, plan, ns, ins, outs):
+        b, nk, nr = plan.body, plan.nk, plan.nr
+        target = codegen.max_blocks()
+        rbs = []
+        for j, op in enumerate(b.reductions):
+            nchunks, chunk = reduce.chunks(nr, nk, b.sequential(op), target, plan.columns)
+            part, rb = plan.scratch(j, nchunks * nk, nk, op.outputs[0].type.dtype.np)
+            per_block = codegen.THREADS if plan.columns else 1     # tasks per block
+            _launch(plan, ns[f"partials_{j}"], codegen.blocks_for(nk * nchunks, per_block),
+                    *ins, *rbs, part, *plan.domain, nk, nr, nchunks, chunk)
+            _launch(plan, ns[f"combine_{j}"], codegen.blocks_for(nk, per_block), part, rb,
+                    nk, nchunks)
+            rbs.append(rb)
+        n = nk * nr if b.full_outputs() else nk
+        _launch(plan, ns["final"], codegen.blocks_for(n), *ins, *rbs, *outs, *plan.domain,
+                nk, nr, n)
+
+    def run_numpy(self, inputs):
+        """The group's numpy rules on host copies (located errors included), uploaded."""
+        from numba import cuda
+        from ..cpu.groups import GroupRunner
+        if self._numpy is None:
+            self._numpy = GroupRunner(self.group)
+        host = [a.copy_to_host() if hasattr(a, "copy_to_host") else np.asarray(a)
+                for a in inputs]
+        return [cuda.to_device(np.array(r, order="C")) for r in self._numpy.run_numpy(host)]
+
+    def describe(self):
+        """Kernel kind, launch shapes and source of the last call's plan."""
+        plan = self.last
+        if plan is None:
+            return f"{self.group.name}: not run yet"
+        if plan.kind is None:
+            return f"{self.group.name}: numpy rules on the host ({plan.reason})"
+        launches = ", ".join(f"{name}[{g}, {t}]" for name, g, t in plan.launches)
+        kind = plan.kind + (" (a thread per column)" if plan.columns else "")
+        return (f"{self.group.name}: cuda {kind} kernel over {list(plan.domain)}; "
+                f"launches {launches}\n{plan.source}")
+
+
+def _vector(a):
+    return a.reshape(1)
+
+
+def _launch(plan, kernel, blocks, *args, threads=codegen.THREADS):
+    entry = (kernel.py_func.__name__ if hasattr(kernel, "py_func") else str(kernel),
+             blocks, threads)
+    if entry not in plan.launches:
+        plan.launches.append(entry)
+    with codegen.launching():
+        kernel[blocks, threads](*args)
+

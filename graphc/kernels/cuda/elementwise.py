@@ -1,0 +1,26 @@
+"""Elementwise groups as grid-stride kernels: thread t of the grid takes domain elements
+t, t + gridsize, ...; inputs broadcast by index 0 on their broadcast dims (the spec's
+flags), inputs broadcast along every dim are read once before the loop. A group whose
+inputs all have the domain's shape runs on flat 1-d views (`flat_spec`: no index
+arithmetic)."""
+from .codegen import HEADER, Body, decompose, kernel_source
+
+KERNEL = "elementwise"
+
+
+def source(spec):
+    b = Body(spec)
+    g = b.g
+    params = ([f"in{k}" for k in range(len(g.inputs))] +
+              [f"out{k}" for k in range(len(g.outputs))] +
+              [f"d{a}" for a in range(b.R)] + ["n"])
+    body = [f"{ln}  # read once: broadcast along every dim" for ln in b.loads("const")]
+    body += ["for t in range(cuda.grid(1), n, cuda.gridsize(1)):"]
+    inner = []
+    decompose("t", tuple(range(b.R)), inner, 0)
+    inner += [ln for ln in b.loads("outer") + b.loads("full")]
+    inner += [b.stmt(op) for op in g.ops]
+    inner += [b.store(v) for v in g.outputs if id(v) in b.producer]
+    body += ["    " + ln for ln in inner]
+    doc = f"{g.name}: {len(g.ops)} ops over a rank-{b.R} domain, grid-stride"
+    return "\n".join(HEADER + kernel_source(KERNEL, params, body, doc))

@@ -1,0 +1,142 @@
+"""matmul(a, b, transpose_a, transpose_b) on the device, batch dims broadcast as numpy does.
+
+cuBLAS through CuPy when `cupy` imports and a real device is present; else a tiled
+shared-memory kernel: a block of TILE x TILE threads computes one TILE x TILE tile of one
+batch entry's output (grid-stride over (batch, tile row, tile column)), stepping over the
+inner dimension a tile of each operand at a time, staged in shared memory. Operands are
+viewed as (batch, rows, cols); the output's batch index maps to each operand's through
+a small index vector (numpy's broadcasting of the batch dims). Integer products and sums
+wrap as numpy's do; float ones accumulate in the dtype (as BLAS does).
+"""
+import numpy as np
+
+from . import codegen
+from .scalar import SIMULATOR
+
+TILE = 4 if SIMULATOR else 16
+DTYPES = {"float32", "float64", "int32", "int64"}
+
+
+def _source(dtype, ta, tb):
+    t = dtype             # a numpy scalar type's name: float32...
+    floating = np.dtype(dtype).kind == "f"
+    a_at = "a[ia, kk0 + tx, arow]" if ta else "a[ia, arow, kk0 + tx]"
+    b_at = "b[ib, bcol, kk0 + ty]" if tb else "b[ib, kk0 + ty, bcol]"
+    step = ("acc = acc + sa[ty, kk] * sb[kk, tx]" if floating else
+            f"acc = {t}(wadd(acc, {t}(wmul(sa[ty, kk], sb[kk, tx]))))")
+    lines = [
+        f"def gemm(a, b, out, amap, bmap, m, n, kdim, nbatch, zero):",
+        f'    """out[i] = a[amap[i]] @ b[bmap[i]] ({t}{", a transposed" if ta else ""}'
+        f'{", b transposed" if tb else ""}), TILE x TILE tiles"""',
+        f"    sa = cuda.shared.array(({TILE}, {TILE}), {t})",
+        f"    sb = cuda.shared.array(({TILE}, {TILE}), {t})",
+        "    tx = int64(cuda.threadIdx.x)",
+        "    ty = int64(cuda.threadIdx.y)",
+        f"    tiles_m = (m + {TILE - 1}) // {TILE}",
+        f"    tiles_n = (n + {TILE - 1}) // {TILE}",
+        "    per_batch = tiles_m * tiles_n",
+        "    for tile in range(int64(cuda.blockIdx.x), nbatch * per_batch, "
+        "int64(cuda.gridDim.x)):",
+        "        bt = tile // per_batch",
+        "        rem = tile - bt * per_batch",
+        f"        arow = (rem // tiles_n) * {TILE} + ty  # this thread's output row",
+        f"        bcol = (rem % tiles_n) * {TILE} + tx  # ... and column",
+        "        ia = amap[bt]",
+        "        ib = bmap[bt]",
+        "        acc = zero",
+        f"        for kk0 in range(0, kdim, {TILE}):",
+        f"            if arow < m and kk0 + tx < kdim:",
+        f"                sa[ty, tx] = {a_at}",
+        f"            if bcol < n and kk0 + ty < kdim:",
+        f"                sb[ty, tx] = {b_at}",
+        "            cuda.syncthreads()",
+        f"            for kk in range(min({TILE}, kdim - kk0)):  # no padded products",
+        f"                {step}",
+        "            cuda.syncthreads()",
+        "        if arow < m and bcol < n:",
+        "            out[bt, arow, bcol] = acc"]
+    lines.append("gemm = cuda.jit(gemm)")
+    return "\n".join(codegen.HEADER + lines + [""])
+
+
+def module(dtype, transpose_a, transpose_b):
+    """The compiled GEMM module for one dtype and pair of transpose flags."""
+    key = codegen.module_key("gemm", f"{dtype} ta={transpose_a} tb={transpose_b} "
+                                     f"tile={TILE}")
+    return codegen.load(key, _source(dtype, transpose_a, transpose_b))
+
+
+def arg_types(dtype):
+    """numba types of `gemm`'s arguments (compiling ahead of a launch, e.g. to PTX)."""
+    from numba import types
+    from numba.np.numpy_support import from_dtype
+    t = from_dtype(np.dtype(dtype))
+    arr3, idx = types.Array(t, 3, "C"), types.Array(types.int64, 1, "C")
+    return (arr3, arr3, arr3, idx, idx) + (types.int64,) * 4 + (t,)
+
+
+def _host_rule(a, b, **attrs):
+    from ...runtime.registry import REGISTRY
+    return REGISTRY["matmul"].numpy(a, b, **attrs)
+
+
+def _as3(x, shape):
+    """`x` as (batch, rows, cols) and the batch count."""
+    nb = int(np.prod(shape[:-2], dtype=np.int64))
+    return x.reshape(nb, *shape[-2:]), nb
+
+
+def _cupy():
+    """cupy, when it imports and a real device is present (never under the simulator)."""
+    if SIMULATOR:
+        return None
+    try:
+        import cupy
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception:  # noqa: BLE001 - any failure means: use the kernel
+        return None
+    return cupy
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False):
+    from numba import cuda
+    attrs = dict(transpose_a=transpose_a, transpose_b=transpose_b)
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    try:
+        if len(sa) < 2 or len(sb) < 2 or a.dtype != b.dtype:
+            raise ValueError
+        m, ka = (sa[-1], sa[-2]) if transpose_a else sa[-2:]
+        kb, n = (sb[-1], sb[-2]) if transpose_b else sb[-2:]
+        if ka != kb:
+            raise ValueError
+        batch = np.broadcast_shapes(sa[:-2], sb[:-2])
+    except ValueError:      # the numpy rule's own error for these shapes
+        _host_rule(a.copy_to_host(), b.copy_to_host(), **attrs)
+        raise AssertionError("matmul: the numpy rule accepted shapes the kernel refused")
+    dtype = np.dtype(a.dtype)
+    contiguous = all(x.flags["C_CONTIGUOUS"] for x in (a, b))
+    if dtype.name not in DTYPES or not contiguous:
+        return cuda.to_device(np.ascontiguousarray(
+            _host_rule(a.copy_to_host(), b.copy_to_host(), **attrs)))
+    cp = _cupy()
+    if cp is not None:
+        x, y = cp.asarray(a), cp.asarray(b)
+        x = cp.swapaxes(x, -1, -2) if transpose_a else x
+        y = cp.swapaxes(y, -1, -2) if transpose_b else y
+        return cuda.as_cuda_array(cp.ascontiguousarray(cp.matmul(x, y)))
+    out = cuda.device_array(batch + (m, n), dtype)
+    if out.size == 0:
+        return out
+    a3, na = _as3(a, sa)
+    b3, nb = _as3(b, sb)
+    amap = np.broadcast_to(np.arange(na).reshape(sa[:-2]), batch).reshape(-1)
+    bmap = np.broadcast_to(np.arange(nb).reshape(sb[:-2]), batch).reshape(-1)
+    nbatch = len(amap)
+    ns = module(dtype.name, transpose_a, transpose_b)
+    tiles = nbatch * -(-m // TILE) * -(-n // TILE)
+    blocks = int(max(1, min(tiles, codegen.max_blocks())))
+    maps = [cuda.to_device(np.ascontiguousarray(x)) for x in (amap, bmap)]
+    with codegen.launching():
+        ns["gemm"][blocks, (TILE, TILE)](a3, b3, out.reshape(nbatch, m, n), *maps,
+                                         m, n, ka, nbatch, dtype.type(0))
+    return out

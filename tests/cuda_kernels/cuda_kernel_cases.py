@@ -1,0 +1,64 @@
+"""Traced functions covering every kernel kind the CUDA generators emit, shared by the
+simulator tests and the PTX compile check (`ptx_check.py`)."""
+import graphc as gc
+
+F32, F64, I32, I64, B = gc.float32, gc.float64, gc.int32, gc.int64, gc.bool
+
+
+def softmax(x):
+    e = gc.exp(x - gc.reduce_max(x, axis=-1, keepdims=True))
+    return e / gc.reduce_sum(e, axis=-1, keepdims=True)
+
+
+def logsumexp(x):
+    m = gc.reduce_max(x, axis=-1, keepdims=True)
+    return gc.log(gc.reduce_sum(gc.exp(x - m), axis=-1, keepdims=True)) + m
+
+
+def layernorm(x, g, b):
+    mean = gc.reduce_mean(x, axis=-1, keepdims=True)
+    xc = x - mean
+    var = gc.reduce_mean(xc * xc, axis=-1, keepdims=True)
+    return xc * gc.rsqrt(var + 1e-5) * g + b
+
+
+def float_math(x, y):
+    """Every float template: libdevice math, rounding, NaN-propagating max/min, pow."""
+    return (gc.exp(x) + gc.log(gc.abs(x)) + gc.log1p(gc.abs(y)) + gc.sqrt(gc.abs(x)) +
+            gc.sin(x) * gc.cos(y) + gc.tan(x) + gc.tanh(y) + gc.erf(x) + gc.floor(x) +
+            gc.ceil(y) + gc.round(x) + gc.sign(x) + gc.maximum(x, y) + gc.minimum(x, y) +
+            gc.pow(gc.abs(x), y) + x / y + gc.floordiv(x, y) + gc.mod(x, y) +
+            gc.where(x > y, x, -y) + gc.cast(gc.cast(x, gc.int32), x.dtype) +
+            gc.cast(gc.cast(y, gc.int64), x.dtype) + gc.cast(x > 0, x.dtype))
+
+
+def int_math(x, y):
+    """Integer templates: wrapping + - * and negation, abs, square, max/min, compares."""
+    return (x + y) * y - (-x) + gc.abs(x) + gc.square(y) + gc.maximum(x, y) - \
+        gc.minimum(x, y) + gc.sign(x) + gc.cast(gc.logical_and(x > y, gc.logical_not(x < 0)),
+                                               x.dtype)
+
+
+def bool_logic(a, b):
+    return gc.logical_or(gc.logical_and(a, b), gc.logical_not(a)) == b
+
+
+def reductions(kind, dtype, axis):
+    fn = {"sum": gc.reduce_sum, "prod": gc.reduce_prod, "max": gc.reduce_max,
+          "min": gc.reduce_min, "all": gc.reduce_all, "any": gc.reduce_any}[kind]
+
+    def f(x):
+        if kind in ("all", "any"):
+            return fn(x > 0, axis=axis)
+        return fn(x * 2, axis=axis)
+    f.__name__ = f"reduce_{kind}_{dtype.name}_{axis}"
+    return f
+
+
+FLOATS, INTS = (F32, F64), (I32, I64)
+KINDS = ("sum", "prod", "max", "min", "all", "any")
+
+
+def multiply_add(x, y, z):
+    """x * y + z: NVVM would contract it into an fma (inf vs finite when x * y overflows)."""
+    return x * y + z - gc.square(y) * x
