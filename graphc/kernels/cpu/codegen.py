@@ -311,7 +311,7 @@ class _Body:
             if depth == 0 and buffers:     # rows in chunks: one buffer per chunk, not per row
                 out.append(ind + f"for c{a} in RANGE0((d{a} + {ROW_CHUNK - 1}) // {ROW_CHUNK}):")
                 out.extend(ind + "    " + b for b in buffers)
-                out.append(ind + f"    for r{a} in range(min({ROW_CHUNK}, d{a} - c{a} * "
+                out.append(ind + f"    for r{a} in range(imin({ROW_CHUNK}, d{a} - c{a} * "
                                  f"{ROW_CHUNK})):")
                 out.append(ind + f"        i{a} = c{a} * {ROW_CHUNK} + r{a}")
                 pad += 2
@@ -405,7 +405,7 @@ class _Body:
         ind = "    " * (pad + len(self.A) - 1)
         lines += [ind + f"for c_{acc} in range((d{a} + {BLOCK - 1}) // {BLOCK}):",
                   ind + f"    lo_{acc} = c_{acc} * {BLOCK}",
-                  ind + f"    w_{acc} = min({BLOCK}, d{a} - lo_{acc})",
+                  ind + f"    w_{acc} = imin({BLOCK}, d{a} - lo_{acc})",
                   ind + f"    for k_{acc} in range({LANES}):",
                   ind + f"        ln_{acc}[k_{acc}] = {zero}",
                   ind + f"    for b_{acc} in range(w_{acc} // {LANES}):",
