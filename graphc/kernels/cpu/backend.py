@@ -15,6 +15,7 @@ from ...runtime.run_errors import located
 from . import blas, codegen, loops
 from .. import cache, tiers
 from ..fusion import fuse
+from ..planning import optimized
 from .groups import KERNEL_NAME, GroupRunner
 
 # How numba's OpenMP workers (libgomp) wait between parallel regions. Sleeping at once
@@ -36,7 +37,7 @@ class Plan:
 
     def __init__(self, graph):
         self.source_graph = graph
-        self.graph, self.optimize_error = _optimized(graph)
+        self.graph, self.optimize_error = optimized(graph)
         self.groups = []       # GroupRunner
         self.loops = []        # (op, LoopRunner or None, reason)
         self.steps = []
@@ -162,19 +163,6 @@ def _blas_updates(graph, parts):
     in_groups = {id(op) for kind, item in parts if kind == "group" and len(item.ops) > 1
                  for op in item.ops}
     return {k: v for k, v in found.items() if v[2] is None or id(v[2]) not in in_groups}
-
-
-def _optimized(graph):
-    try:
-        from ...runtime.passes import optimize
-    except ImportError:
-        return graph, None
-    try:
-        return optimize(graph), None
-    except Exception as e:  # noqa: BLE001 - run the unoptimized graph, say why in describe()
-        if os.environ.get("GRAPHC_VERIFY"):
-            raise           # under test, a failing pass is a bug to see, not to hide
-        return graph, f"optimize() failed: {type(e).__name__}: {e}"
 
 
 def compile_plan(graph):
