@@ -55,7 +55,7 @@ class Job:
 
 _jobs = queue.PriorityQueue()     # (later?, sequence number, job)
 _lock = threading.Lock()
-_worker = {"thread": None, "stopping": False, "seq": 0}
+_worker = {"thread": None, "stopping": False, "seq": 0, "open": 0}   # open: queued or running
 # Tests hold the worker on an Event they control; None: run jobs as they come.
 GATE = {"event": None}
 
@@ -70,6 +70,7 @@ def submit(what, fn, later=False):
             job.done.set()
             return job
         _worker["seq"] += 1
+        _worker["open"] += 1
         _jobs.put((bool(later), _worker["seq"], job))
         t = _worker["thread"]
         if t is None or not t.is_alive():
@@ -106,11 +107,21 @@ def _work():
         gate = GATE["event"]
         if gate is not None:
             gate.wait()
-        if _worker["stopping"]:
-            job.state, job.error = "failed", "interpreter is exiting"
-            job.done.set()
-            continue
-        job._run()
+        try:
+            if _worker["stopping"]:
+                job.state, job.error = "failed", "interpreter is exiting"
+                job.done.set()
+                continue
+            job._run()
+        finally:
+            with _lock:
+                _worker["open"] -= 1
+
+
+def compiling():
+    """Is a compile queued or running? (It takes a core and the GIL: timings taken beside
+    it say little about the machine afterwards.)"""
+    return _worker["open"] > 0
 
 
 def wait_all(timeout=None):

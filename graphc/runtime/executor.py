@@ -61,12 +61,15 @@ def last_uses(steps, n_in, keep):
     return [tuple(d) for d in dead]
 
 
-def straight_runner(steps, n_in, out_idx, name="graph"):
+def straight_runner(steps, n_in, out_idx, name="graph", consts=None, unpack=()):
     """`run(args)` as generated Python: slot k is the local `s<k>`, step i calls `f<i>` on
     its own line. An exception is re-raised as the loop runner does, with the op and the
-    values it was given: the traceback's line number says which step failed."""
-    names = {}
-    lines = ["def run(args):"]
+    values it was given: the traceback's line number says which step failed. `consts`
+    (slot -> value) are bound as default arguments; steps numbered in `unpack` return a
+    sequence even for one output. `f<i>` is a global of `run`: rebinding it in
+    `run.__globals__` changes what later calls of step i run."""
+    names = {f"_c{k}": v for k, v in (consts or {}).items()}
+    lines = ["def run(args" + "".join(f", s{k}=_c{k}" for k in (consts or {})) + "):"]
     if n_in:
         lines.append(f"    {', '.join(f's{k}' for k in range(n_in))}, = args")
     lines.append("    try:")
@@ -74,7 +77,7 @@ def straight_runner(steps, n_in, out_idx, name="graph"):
     for i, (fn, ins, outs, op, dead) in enumerate(steps):
         names[f"f{i}"] = fn
         call = f"f{i}({', '.join(f's{k}' for k in ins)})"
-        if len(outs) == 1:
+        if len(outs) == 1 and i not in unpack:
             call = f"s{outs[0]} = {call}"
         elif outs:          # extra results are ignored, as zip() in the loop runner does
             call = f"{', '.join(f's{k}' for k in outs)}, *_ = {call}"

@@ -24,11 +24,38 @@ def steady(**costs):
     return lambda way, i: costs[way]
 
 
-def test_ways_are_first_timed_single_threaded_first(monkeypatch):
+def test_ways_are_first_timed_single_threaded_first_unless_the_cores_are_known_free(
+        monkeypatch):
+    from graphc.kernels.cpu import cores
     monkeypatch.setattr(blas, "can_lower", lambda: True)
     monkeypatch.setattr(blas_split, "possible", lambda *a: True)
-    assert blas_choice.ways_for(np.float32, 128, 256, 2, 2) == ["fewer", "plain", "split"]
-    assert blas_choice.ways_for(np.float32, 128, 256, 1, 2) == ["plain", "split"]
+    for known, free, first in ((False, 2, "fewer"), (True, 1, "fewer"), (True, 2, "plain"),
+                               (True, 4, "plain")):
+        monkeypatch.setattr(cores, "load_known", lambda: known)
+        monkeypatch.setattr(cores, "free_cores", lambda: free)
+        ways = blas_choice.ways_for(np.float32, 128, 256, 2, 2)
+        assert ways[0] == first and sorted(ways) == ["fewer", "plain", "split"], (known, free)
+        assert blas_choice.Choice(ways).pick() == first
+        assert blas_choice.ways_for(np.float32, 128, 256, 1, 2) == ["plain", "split"]
+
+
+def test_load_known_only_after_a_measured_interval(monkeypatch):
+    from graphc.kernels.cpu import cores
+    now = [100.0]
+    busy = iter([50.0, 50.1, 50.2])
+    monkeypatch.setattr(cores, "clock", lambda: now[0])
+    monkeypatch.setattr(cores, "read_busy", lambda cpus: next(busy))
+    monkeypatch.setattr(cores, "own_cpu", lambda: 1.0)
+    monkeypatch.setattr(cores, "fixed", lambda: None)
+    monkeypatch.setattr(cores, "SIGNAL", cores._Signal())
+    assert not cores.load_known()             # one read: no interval measured yet
+    now[0] += cores.READ_EVERY / 2
+    assert not cores.load_known()             # too soon for a second read
+    now[0] += cores.READ_EVERY
+    assert cores.load_known() and cores.free_cores() >= 1
+    monkeypatch.setattr(cores, "SIGNAL", cores._Signal())
+    monkeypatch.setattr(cores, "fixed", lambda: 2)                 # GRAPHC_THREADS
+    assert cores.load_known()
 
 
 def test_every_way_is_timed_once_uncounted_then_the_lowest_median_wins():
@@ -220,3 +247,52 @@ def test_split_waits_for_its_kernel_on_the_compile_thread(monkeypatch):
     assert job.done.wait(120) and job.state == "ready", job.error
     np.testing.assert_array_equal(blas.matmul(a, a, transpose_b=True), a @ a.T)
     assert choice.ways == ("plain", "fewer", "split") and choice.later is None
+
+
+def test_batches_timed_beside_a_compile_are_timed_again_once_it_ends(monkeypatch):
+    """A choice made while the compile thread took a core (plain looks 10x slower) is
+    re-timed by the first batches after the compiles end, not at the next probe."""
+    from graphc.kernels import tiers
+    busy = [True]
+    monkeypatch.setattr(tiers, "compiling", lambda: busy[0])
+    c = blas_choice.Choice(("fewer", "plain"))
+    drive(c, steady(fewer=1.0, plain=3.0), 40)
+    assert c.best == "fewer" and c.beside_compile == {"fewer", "plain"}
+    busy[0] = False
+    ran = drive(c, steady(fewer=1.0, plain=0.3), 3 * (blas_choice.BATCH + 1))
+    assert c.best == "plain" and not c.beside_compile
+    assert ran[-blas_choice.BATCH:] == ["plain"] * blas_choice.BATCH
+    assert c.probes == 0                # found by re-timing, not by a probe
+    ran = drive(c, steady(fewer=1.0, plain=0.3), 100)
+    assert ran.count("fewer") <= blas_choice.BATCH and c.best == "plain"   # a probe at most
+
+
+def test_without_compiles_the_choice_keeps_its_batches(monkeypatch):
+    from graphc.kernels import tiers
+    monkeypatch.setattr(tiers, "compiling", lambda: False)
+    c = blas_choice.Choice(("fewer", "plain"))
+    drive(c, steady(fewer=1.0, plain=0.5), 40)
+    kept = {w: list(m) for w, m in c.means.items()}
+    drive(c, steady(fewer=1.0, plain=0.5), blas_choice.BATCH)
+    assert all(list(c.means[w])[:len(v)] == v or len(v) == blas_choice.KEEP
+               for w, v in kept.items()) and not c.beside_compile
+
+
+def test_compiling_counts_queued_and_running_jobs():
+    import threading
+    from graphc.kernels import tiers
+    tiers.wait_all(30)
+    assert not tiers.compiling()
+    gate = threading.Event()
+    started = threading.Event()
+
+    def job():
+        started.set()
+        gate.wait(30)
+    j = tiers.submit("test job", job)
+    started.wait(30)
+    assert tiers.compiling()
+    gate.set()
+    j.done.wait(30)
+    tiers.wait_all(30)
+    assert not tiers.compiling()

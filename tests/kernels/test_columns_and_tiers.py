@@ -162,3 +162,19 @@ def test_big_outputs_are_reused_only_once_nothing_refers_to_them(monkeypatch):
     other = fn(x)
     np.testing.assert_allclose(view, want[10:20], rtol=1e-6)
     np.testing.assert_allclose(other.numpy(), want, rtol=1e-6)
+
+
+def test_column_sweeps_compile_to_packed_adds(monkeypatch, tmp_path):
+    """The bias-gradient sum over axis 0 vectorizes (packed float adds): with a block
+    offset LLVM cannot see is >= 0, numba's negative-index fix-up kept it scalar."""
+    import re
+    monkeypatch.setenv("GRAPHC_CACHE_DIR", str(tmp_path))     # compiled here: inspectable
+    rng = np.random.default_rng(5)
+    g = rng.standard_normal((16, 300)).astype(np.float32)
+    fn = lambda m, a: [gc.where(m, a, 0.0), gc.reduce_sum(gc.where(m, a, 0.0), axis=0)]  # noqa: E731
+    agree(fn, g > 0, g)
+    kernels = [k for k in groups._KERNELS.values()
+               if k.serial is not None and "for blk in range(" in k.source and "where" in k.source]
+    assert kernels
+    asm = "\n".join(a for k in kernels for a in k.serial.inspect_asm().values())
+    assert re.search(r"\bv?addps\s+[^\n]*[xyz]mm", asm)

@@ -395,7 +395,7 @@ def test_openmp_spin_count_default_leaves_the_users_setting(preset, want):
 def test_a_plan_of_numpy_rules_alone_runs_the_interpreters_runner(numba_forced):
     """Nothing fused, lowered or split: later calls take the reference interpreter's runner
     over the optimized graph (less per-op overhead), with the same results; a plan holding a
-    fused group keeps running itself."""
+    fused group runs its own steps as straight-line code, with the same results."""
     import graphc as gc
     from graphc.kernels.cpu.backend import Plan
     from graphc.runtime.executor import compile_graph
@@ -412,4 +412,8 @@ def test_a_plan_of_numpy_rules_alone_runs_the_interpreters_runner(numba_forced):
     with numba_forced.expect(kernels=True):
         chain(x, y)
     plan = Plan(chain.concrete_functions()[0].graph)
-    assert plan.groups and plan.runner() is plan
+    run = plan.runner()
+    assert plan.groups and run is not plan and run.__name__ == "run"    # straight-line steps
+    with numba_forced.expect(kernels=True):
+        np.testing.assert_array_equal(run([x.numpy(), y.numpy()])[0], plan([x.numpy(),
+                                                                              y.numpy()])[0])

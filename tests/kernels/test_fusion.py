@@ -132,7 +132,7 @@ def test_kernel_source_is_a_readable_loop_nest_naming_user_lines():
     src = codegen.generate(_spec(grp), "k")
     compile(src, "<kernel>", "exec")
     # exp(x - max) is kept in the output's own row until the last pass divides it there
-    assert "for i0 in range(outer_lo, min(outer_hi, d0)):" in src and "for i1 in range(d1):" in src
+    assert "for i0 in range(outer_lo, imin(outer_hi, d0)):" in src and "for i1 in range(d1):" in src
     assert "return run_blocks(serial, (in0, ), (out0, ), (d0, d1, ), np.int64(d0))" in src
     assert "buf_v2 = out0[i0]" in src and "row_maximum(" in src and "np.empty" not in src
     exp_line = next(ln for ln in src.splitlines() if "exp(" in ln)
@@ -147,7 +147,7 @@ def test_row_buffer_without_a_full_output_is_allocated_per_chunk_of_rows():
     (grp,) = _groups(_graph(two_sums, gc.TensorSpec([8, 16], F32)))
     src = codegen.generate(_spec(grp), "k")
     compile(src, "<kernel>", "exec")
-    assert "for c0 in range(outer_lo, min(outer_hi, (d0 + 63) // 64)):" in src
+    assert "for c0 in range(outer_lo, imin(outer_hi, (d0 + 63) // 64)):" in src
     assert "i0 = c0 * 64 + r0" in src and "np.int64((d0 + 63) // 64))" in src   # the blocks
     assert "np.empty(d1, float32)  # row buffer" in src
 

@@ -20,12 +20,17 @@ to nothing even when the other way is a hundred times slower (two BLAS threads a
 on the 2-core VM: 120 ms a call against 1.5 ms); a probe call CUT times slower than the
 best ends its batch. A probe faster than the choice is run again at once (its older
 batches may be from before the load changed), and a change of choice resets `every`.
+Batches timed while graphc's compile thread works (tiers.compiling(): a core and the GIL
+taken) are dropped when the first batch after it ends, so those ways are timed again at
+once: a first choice made beside the MLP step's kernel compiles kept one BLAS thread (2.5
+ms a step against 0.95 ms) for seconds, until probes found the cores free.
 """
 import statistics
 import time
 from collections import deque
 
 from . import blas, blas_split, cores
+from .. import tiers
 from .launch import pool_threads
 
 # The clock the batches are timed with; tests replace it with a fake one.
@@ -52,6 +57,7 @@ class Choice:
         self.ways = tuple(ways)
         self.means = {w: deque(maxlen=KEEP) for w in self.ways}
         self.warm = set()            # ways run once (a first run may include compiling)
+        self.beside_compile = set()  # ways with batch means timed while a compile ran
         self.best = self.ways[0]
         self.every = PROBE_EVERY
         self.run = 0                 # batches of the chosen way since the last probe
@@ -104,6 +110,12 @@ class Choice:
             self.left = 0                   # no need for 7 more calls that slow
         if self.left == 0:
             mean = self.total / self.calls
+            if tiers.compiling():
+                self.beside_compile.add(way)
+            elif self.beside_compile:       # the compiles are over: time those ways again
+                for w in self.beside_compile:
+                    self.means[w].clear()
+                self.beside_compile.clear()
             self.means[way].append(mean)
             if way == self.best:
                 self.since += self.total
@@ -146,12 +158,18 @@ def summary():
 
 def ways_for(dtype, m, n, user, pool):
     """The ways a product can run with the user's BLAS count and numba's pool, in the order
-    they are first timed: a single-threaded one first, whose time is steady under any load,
-    so that a first batch of a way that a busy machine makes hopeless ends after one call
-    (two BLAS threads at load 6: ~100 ms a call, instead of 8 of them)."""
+    they are first timed (the first is also the one used until every way has a time). When
+    the load signal has measured free cores for all the user's BLAS threads, the user's own
+    way first: the first calls run as np.matmul would (with a single thread first, the idle
+    2-core VM ran the MLP step at 1.46 ms in its first second, against 1.02 ms on the numpy
+    backend). Otherwise a single-threaded
+    one first, whose time is steady under any load, so that a first batch of a way that a
+    busy machine makes hopeless ends after one call (two BLAS threads at load 6: ~100 ms a
+    call, instead of 8 of them)."""
     ways = ["plain"]
     if user > 1 and blas.can_lower():
-        ways.insert(0, "fewer")
+        idle = cores.load_known() and cores.free_cores() >= user
+        ways.insert(1 if idle else 0, "fewer")
     if blas_split.possible(dtype, m, n, pool) and (user == 1 or blas.can_lower()):
         ways.append("split")
     return ways

@@ -28,45 +28,15 @@ those (`codegen_chunks`).
 """
 import os
 
-import numpy as np
-
 from ..expr import TRIG, accumulate, identity, int_op, np_name, statement, where  # noqa: F401
 from ..fusion import REDUCTIONS
+from ..planning import KernelSpec  # noqa: F401 - the spec this generator lowers
 from .exact import BLOCK, LANES, LEVELS
 
 # ops worth keeping in a row buffer rather than recomputing in a later pass
 EXPENSIVE = {"exp", "log", "log1p", "tanh", "sin", "cos", "tan", "erf", "pow", "sqrt",
              "rsqrt"}
 ROW_CHUNK = 64      # rows per outer iteration when rows need buffers (allocated once each)
-
-
-class KernelSpec:
-    """What one generated kernel needs: the group, per-input broadcast flags, the rank used."""
-
-    def __init__(self, group, flags, rank, in_ranks, axes):
-        self.group = group
-        self.flags = flags          # per input: tuple of bool (True: index 0 on that dim)
-        self.rank = rank
-        self.in_ranks = in_ranks
-        self.axes = tuple(axes or ())
-
-    def canonical(self):
-        """Text that identifies the kernel: ops with types and attrs, no concrete dims."""
-        g = self.group
-        ids = {id(v): f"in{k}" for k, v in enumerate(g.inputs)}
-        lines = [f"rank={self.rank} axes={self.axes} inputs=" + ",".join(
-            f"{v.type.dtype.name}/{r}/{''.join('b' if f else 'i' for f in fl)}"
-            for v, r, fl in zip(g.inputs, self.in_ranks, self.flags))]
-        for n, op in enumerate(g.ops):
-            for k, v in enumerate(op.outputs):
-                ids[id(v)] = f"v{n}"
-            attrs = {k: (v.name if hasattr(v, "is_floating") else v)
-                     for k, v in sorted(op.attrs.items())}
-            ins = ",".join(ids[id(v)] for v in op.inputs)
-            outs = ",".join(f"{v.type.dtype.name}{len(v.type.shape)}" for v in op.outputs)
-            lines.append(f"v{n}:{outs}={op.type}({ins}){attrs}")
-        lines.append("outputs=" + ",".join(ids[id(v)] for v in g.outputs))
-        return "\n".join(lines)
 
 
 def vector_width():
@@ -311,7 +281,7 @@ class _Body:
             if depth == 0 and buffers:     # rows in chunks: one buffer per chunk, not per row
                 out.append(ind + f"for c{a} in RANGE0((d{a} + {ROW_CHUNK - 1}) // {ROW_CHUNK}):")
                 out.extend(ind + "    " + b for b in buffers)
-                out.append(ind + f"    for r{a} in range(min({ROW_CHUNK}, d{a} - c{a} * "
+                out.append(ind + f"    for r{a} in range(imin({ROW_CHUNK}, d{a} - c{a} * "
                                  f"{ROW_CHUNK})):")
                 out.append(ind + f"        i{a} = c{a} * {ROW_CHUNK} + r{a}")
                 pad += 2
@@ -405,7 +375,7 @@ class _Body:
         ind = "    " * (pad + len(self.A) - 1)
         lines += [ind + f"for c_{acc} in range((d{a} + {BLOCK - 1}) // {BLOCK}):",
                   ind + f"    lo_{acc} = c_{acc} * {BLOCK}",
-                  ind + f"    w_{acc} = min({BLOCK}, d{a} - lo_{acc})",
+                  ind + f"    w_{acc} = imin({BLOCK}, d{a} - lo_{acc})",
                   ind + f"    for k_{acc} in range({LANES}):",
                   ind + f"        ln_{acc}[k_{acc}] = {zero}",
                   ind + f"    for b_{acc} in range(w_{acc} // {LANES}):",

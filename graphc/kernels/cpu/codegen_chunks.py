@@ -10,7 +10,7 @@ usual case) or is left for the redo function, which checks the chunks again and 
 only those that missed, with the whole-range functions:
 
     for c in RANGE0((d0 + CHUNK - 1) // CHUNK):      # split in the parallel variant
-        lo = c * CHUNK; n = min(CHUNK, d0 - lo)
+        lo = c * CHUNK; n = imin(CHUNK, d0 - lo)
         <1-d views of the chunk's inputs and outputs>
         for j in range(n): <trig arguments>; miss += fast_trig_miss(argument) != 0
         fast:  if miss == 0:  for j in range(n): <loads, statements with fast trig, stores>
@@ -86,7 +86,7 @@ class ChunkedBody:
         out.append("slow = 0  # chunks with trig arguments beyond the fast range")
         out.append(f"for c in RANGE0((d0 + {CHUNK - 1}) // {CHUNK}):")
         out.append(f"    lo = c * {CHUNK}")
-        out.append(f"    n = min({CHUNK}, d0 - lo)")
+        out.append(f"    n = imin({CHUNK}, d0 - lo)")
         indexed = [k for k in range(len(g.inputs)) if self._indexed(k)]
         out += [f"    a{k} = in{k}[lo:lo + n]" for k in indexed]
         out += [f"    o{k} = out{k}[lo:lo + n]" for k in range(len(g.outputs))]

@@ -50,8 +50,10 @@ class ColumnBody(_Body):
         for op in nan_reds:
             out.append(f"{self._flag(op)} = np.zeros(({kept_shape},), np.bool_)")
         out.append(f"for blk in RANGE0((d{last} + {BLOCK - 1}) // {BLOCK}):")
-        out.append(f"    lo = blk * {BLOCK}")
-        out.append(f"    width = min({BLOCK}, d{last} - lo)")
+        # lo >= 0 for LLVM to see: numba's negative-index fix-up of `lo + j` then folds
+        # away and the sweeps vectorize (`blk * BLOCK` alone: scalar, 9x slower on 128x256)
+        out.append(f"    lo = imax(blk * {BLOCK}, 0)")
+        out.append(f"    width = imin({BLOCK}, d{last} - lo)")
         init = []
         for op in reds:
             v, dt = op.outputs[0], op.outputs[0].type.dtype

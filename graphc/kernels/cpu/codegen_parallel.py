@@ -43,7 +43,7 @@ def serial_source(name, params, body):
     lines = [f"def {name}({params}, outer_lo, outer_hi):"]
     for ln in body:
         if outer is not None and f"RANGE0({outer})" in ln:
-            ln = ln.replace(f"RANGE0({outer})", f"range(outer_lo, min(outer_hi, {outer}))")
+            ln = ln.replace(f"RANGE0({outer})", f"range(outer_lo, imin(outer_hi, {outer}))")
         lines.append("    " + ln)
     if not body[-1].startswith("return "):
         lines.append("    return 0")

@@ -63,6 +63,7 @@ class _Signal:
         self.at = None                       # clock() of the last read
         self.last = None                     # (busy s, own cpu s, clock) of the last read
         self.free = len(affinity())
+        self.known = False                   # free measured (two reads), or no /proc/stat
 
     def get(self):
         now = clock()
@@ -75,13 +76,13 @@ class _Signal:
             cpus = affinity()
             busy = read_busy(cpus)
             if busy is None:
-                self.free = len(cpus)
+                self.free, self.known = len(cpus), True
                 return self.free
             sample = (busy, own_cpu(), now)
             if self.last is not None and now > self.last[2]:
                 others = ((sample[0] - self.last[0]) - (sample[1] - self.last[1])) / (
                     now - self.last[2])
-                self.free = free_from(len(cpus), others)
+                self.free, self.known = free_from(len(cpus), others), True
             self.last = sample
             return self.free
         finally:
@@ -121,6 +122,13 @@ def fixed():
     if not _FIXED:
         _FIXED.append(_fixed())
     return _FIXED[0]
+
+
+def load_known():
+    """Is free_cores() a measurement (or fixed by GRAPHC_THREADS), not the first read's
+    guess that every core is free?"""
+    SIGNAL.get()
+    return SIGNAL.known or fixed() is not None
 
 
 def free_cores():

@@ -22,6 +22,8 @@ from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
+from ..vecmath.bits import inlined
+
 BLOCK = 1024        # elements per block of a float sum
 LANES = 64          # accumulators per block (an inner loop of 64 is vectorized, not unrolled:
 #                     16 lanes were unrolled and left scalar, 2.3x slower, measured)
@@ -160,11 +162,14 @@ def _block_reduce(name, opname, identity):
 block_sum = _block_reduce("block_sum", "fadd", 0.0)
 
 
-@njit(error_model="numpy", inline="always")
-def cascade_push(levels, count, s):
+# The helpers below reach kernels as calls with LLVM's `alwaysinline`, compiled once per
+# process as IR (vecmath.bits.inlined): numba's `inline="always"` re-typed and re-inlined
+# their bodies at every call site of every kernel (~50 ms of a row-sum kernel's cold compile).
+@njit(error_model="numpy")
+def _cascade_push(levels, count, s):
     """Add the `count`-th block sum `s`: levels[k] holds the sum of 2**k blocks when bit k
     of count is set; equal-sized neighbours are added (left + right) as in a pairwise
-    tree. Returns count + 1. (inline: a call left in a prange body kept the loop scalar.)"""
+    tree. Returns count + 1."""
     k, c = 0, count
     while c & 1:
         s = levels[k] + s
@@ -174,8 +179,11 @@ def cascade_push(levels, count, s):
     return count + 1
 
 
-@njit(error_model="numpy", inline="always")
-def cascade_total(levels, count, zero):
+cascade_push = inlined(_cascade_push, 3)
+
+
+@njit(error_model="numpy")
+def _cascade_total(levels, count, zero):
     """The sum of every pushed block: the partial trees, right to left (`zero` if none)."""
     total, first, k = zero, True, 0
     while count:
@@ -187,8 +195,11 @@ def cascade_total(levels, count, zero):
     return total
 
 
-@njit(error_model="numpy", inline="always")
-def buffer_sum(arr, n, levels, zero):
+cascade_total = inlined(_cascade_total, 3)
+
+
+@njit(error_model="numpy")
+def _buffer_sum(arr, n, levels, zero):
     """arr[:n] (contiguous) summed as the fused loops sum a row: block_sum per BLOCK values,
     the blocks as a pairwise tree. For values a kernel already keeps in a row buffer: a
     sum over the stored row beats a second set of lanes in a costly loop (softmax's exp:
@@ -198,6 +209,9 @@ def buffer_sum(arr, n, levels, zero):
         lo = c * BLOCK
         count = cascade_push(levels, count, block_sum(arr[lo:], min(BLOCK, n - lo)))
     return cascade_total(levels, count, zero)
+
+
+buffer_sum = inlined(_buffer_sum, 4)
 
 
 def _nsz_extremum(name):

@@ -8,11 +8,10 @@ from functools import partial
 import numpy as np
 
 from ... import config
-from ...runtime.registry import REGISTRY
 from ...runtime.run_errors import is_located, located
 from . import adaptive, codegen, codegen_chunks, cores, groups_tier
 from .. import cache, tiers
-from ..fusion import REDUCTIONS
+from ..planning import Layout, numpy_steps, plan_layout, run_numpy
 from .codegen_parallel import ALL, RANGE_TYPES, arg_types, serial_address
 from .launch import PARALLEL, enter, parallel_or_serial, region_threads
 from .output_pool import OutputPool
@@ -149,16 +148,13 @@ def get_kernel(spec, label):
     return k
 
 
-class _Layout:
-    """Everything about one set of input shapes: domain, output shapes, chosen spec."""
+class _Layout(Layout):
+    """Layout plus the CPU runner's choices for those shapes."""
 
-    __slots__ = ("domain", "out_shapes", "spec", "flat_spec", "size", "reason", "ready",
-                 "numpy_s", "hot", "go", "calls", "jobs", "tier_numpy")
+    __slots__ = ("ready", "numpy_s", "hot", "go", "calls", "jobs", "tier_numpy")
 
     def __init__(self):
-        self.domain = self.out_shapes = self.spec = self.flat_spec = None
-        self.size = 0
-        self.reason = None
+        super().__init__()
         self.ready = {}     # contiguous? -> (kernel, parallel?, decision) once decided
         self.calls = {}     # contiguous? -> the steady-state call for that decision
         self.numpy_s = 0.0  # time spent in numpy rules while below the size threshold
@@ -173,7 +169,7 @@ class GroupRunner:
 
     def __init__(self, group):
         self.group = group
-        self.numpy_steps = _numpy_steps(group)
+        self.numpy_steps = numpy_steps(group)
         self.layouts = {}
         self.decisions = {}   # (key, shape class) -> dict(choice=..., kernel_s=..., numpy_s=...)
         self.watches = {}     # (key, shape class) -> adaptive.Watch of a measured decision
@@ -184,25 +180,13 @@ class GroupRunner:
 
     # -- numpy path ----------------------------------------------------------------------
     def run_numpy(self, arrays):
-        env = {id(v): a for v, a in zip(self.group.inputs, arrays)}
-        for fn, op, dead in self.numpy_steps:
-            ins = [env[id(v)] for v in op.inputs]
-            try:
-                env[id(op.outputs[0])] = fn(*ins)
-            except Exception as e:  # noqa: BLE001 - re-raised at the op and its user line
-                err = located(op, e, ins)
-                if err is None:
-                    raise
-                raise err from e
-            for d in dead:      # as the interpreter does: a first call over 10M float32
-                del env[d]      # touched 400 MB of new pages (1.4 s) when all were kept
-        return [env[id(v)] for v in self.group.outputs]
+        return run_numpy(self.group, self.numpy_steps, arrays)
 
     # -- shapes --------------------------------------------------------------------------
     def layout(self, shapes):
         lay = self.layouts.get(shapes)
         if lay is None:
-            lay = self.layouts[shapes] = _plan_layout(self.group, shapes)
+            lay = self.layouts[shapes] = plan_layout(self.group, shapes, _Layout())
             if lay.reason and lay.reason not in self.fallbacks:
                 self.fallbacks.append(lay.reason)
         return lay
@@ -437,88 +421,3 @@ def measured_variants(par_ok, free, mode=None):
 def _klass(lay):
     """The shape class a choice is recorded under."""
     return "x".join(map(str, lay.domain))
-
-
-def _numpy_steps(group):
-    """(rule, op, ids of the intermediates last read by this op) per op."""
-    last = {}
-    for n, op in enumerate(group.ops):
-        for v in op.inputs:
-            last[id(v)] = n
-    keep = {id(v) for v in group.outputs} | {id(v) for v in group.inputs}
-    steps = []
-    for n, op in enumerate(group.ops):
-        impl = REGISTRY[op.type].numpy
-        dead = tuple({id(v) for v in op.inputs if last[id(v)] == n and id(v) not in keep})
-        steps.append((partial(impl, **op.attrs) if op.attrs else impl, op, dead))
-    return steps
-
-
-def _reduced(shape, axes, keep):
-    if keep:
-        return tuple(1 if i in axes else d for i, d in enumerate(shape))
-    return tuple(d for i, d in enumerate(shape) if i not in axes)
-
-
-def _is_reduction_output(group, v):
-    return any(op.type in REDUCTIONS and op.outputs[0] is v for op in group.ops)
-
-
-def _plan_layout(group, shapes):
-    """Propagate concrete shapes through the group; decide the kernel spec (or a reason)."""
-    lay = _Layout()
-    env = {id(v): s for v, s in zip(group.inputs, shapes)}
-    domain = None
-    try:
-        for op in group.ops:
-            ins = [env[id(v)] for v in op.inputs]
-            if op.type in REDUCTIONS:
-                if domain is not None and ins[0] != domain:
-                    raise ValueError("reductions over differently shaped values")
-                domain = ins[0]
-                env[id(op.outputs[0])] = _reduced(ins[0], op.attrs["axis"],
-                                                  op.attrs.get("keepdims"))
-            else:
-                env[id(op.outputs[0])] = np.broadcast_shapes(*ins)
-        if domain is None:
-            domain = np.broadcast_shapes(*[env[id(op.outputs[0])] for op in group.ops])
-    except ValueError as e:
-        lay.reason = f"shapes {list(shapes)} do not fit one kernel domain ({e})"
-        return lay
-    axes = group.axes or ()
-    if len(domain) != group.rank:
-        lay.reason = f"domain rank {len(domain)} differs from the traced rank {group.rank}"
-        return lay
-    for op in group.ops:
-        s = env[id(op.outputs[0])]
-        if op.type in REDUCTIONS:
-            continue
-        if len(s) != group.rank or any(
-                (a in axes and d not in (1, domain[a])) or (a not in axes and d != domain[a])
-                for a, d in enumerate(s)):
-            lay.reason = (f"{op.type} '{op.name}' has shape {list(s)} at run time, which "
-                          f"broadcasts differently from the kernel domain {list(domain)}")
-            return lay
-    for v in group.outputs:
-        static = v.type.shape
-        if not _is_reduction_output(group, v) and any(static[a] != 1 for a in axes) \
-                and tuple(env[id(v)]) != tuple(domain):
-            lay.reason = (f"output '{v.name}' has shape {list(env[id(v)])} at run time, not "
-                          f"the kernel domain {list(domain)}")
-            return lay
-    lay.domain = tuple(domain)
-    lay.out_shapes = [env[id(v)] for v in group.outputs]
-    lay.size = int(np.prod(domain, dtype=np.int64))
-    flags = []
-    for v, s in zip(group.inputs, shapes):
-        off = group.rank - len(s)
-        flags.append(tuple((d == 1 and domain[off + j] != 1) or v.type.shape[j] == 1
-                           for j, d in enumerate(s)))
-    ranks = [len(s) for s in shapes]
-    lay.spec = codegen.KernelSpec(group, tuple(flags), group.rank, ranks, axes)
-    if not axes and group.rank >= 2 and all(r == 0 or s == lay.domain
-                                            for r, s in zip(ranks, shapes)):
-        lay.flat_spec = codegen.KernelSpec(
-            group, tuple(() if r == 0 else (False,) for r in ranks), 1,
-            [0 if r == 0 else 1 for r in ranks], ())
-    return lay

@@ -188,8 +188,9 @@ def loop_compile_after():
 class LoopRunner:
     """Callable like the op's numpy rule: `(*inputs) -> value or tuple of values`."""
 
-    def __init__(self, op, source, key):
+    def __init__(self, op, source, key, baked=()):
         self.op, self.source, self.key = op, source, key
+        self.baked = frozenset(baked)   # input positions the kernel holds as literals
         self.status = None
         self.fn = None
         self.error = None
@@ -202,14 +203,18 @@ class LoopRunner:
         self.single = len(op.outputs) == 1
         impl = REGISTRY[op.type].numpy
         self.fallback = lambda *a: impl(*a, **op.attrs)
+        self.direct = None       # the compiled entry (_make_direct), once installed
+        self.sites = []          # (namespace, name) of plan steps that call it directly
+        self.used = None         # per output: read by the plan (None: all are)
 
     def _load(self):
         self._install(*cache.load_module(self.key, self.source))
 
     def _install(self, mod, status):
-        self.fast = self._make_fast(mod.loop_kernel)
+        self.direct = self._make_direct(mod.loop_kernel)
         self.status = status
-        self.fn = mod.loop_kernel       # last: a call in another thread sees fn => fast
+        self.fn = mod.loop_kernel       # last: a call in another thread sees fn => direct
+        self._rebind()
         if config.debug_level() >= 3:
             print(f"// graphc loop kernel for {self.op.name} (cache {self.status})\n"
                   f"{self.source}", file=sys.stderr)
@@ -239,14 +244,31 @@ class LoopRunner:
                     self.error = f"loop kernel failed to load: {type(e).__name__}: {e}"
         if self.error is not None:
             return self.fallback(*arrays)
-        try:
-            COUNTS.loop_calls += 1
-            return self.fast(*arrays)
-        except (IndexError, ArithmeticError):   # an index, an integer power or divisor numpy rejects
-            return self.fallback(*arrays)   # the interpreter raises the reference error
-        except Exception as e:  # noqa: BLE001 - typing/compile failure: interpret from now on
-            self.error = f"loop kernel failed to compile: {type(e).__name__}: {e}"
-            return self.fallback(*arrays)
+        return self.direct(*arrays)
+
+    def bind(self, namespace, name, used):
+        """Let a plan's step `namespace[name]` call the compiled entry directly once it is
+        installed (this runner until then, and again if the kernel fails). `used`: per
+        output, whether the plan reads it; the others come back as None (a numpy scalar
+        made for nothing costs ~0.15 us)."""
+        merged = list(used) if self.used is None else [a or b for a, b in zip(self.used, used)]
+        if merged != self.used:
+            self.used = merged
+            if self.fn is not None:
+                self.direct = self._make_direct(self.fn)
+        self.sites.append((namespace, name))
+        self._rebind()
+
+    def _rebind(self):
+        entry = self.direct if self.fn is not None and self.error is None else self
+        for namespace, name in self.sites:
+            namespace[name] = entry       # one dict store: atomic for calls in other threads
+
+    def _failed(self, e, arrays):
+        """The kernel could not run (typing or compile error): interpret from now on."""
+        self.error = f"loop kernel failed to compile: {type(e).__name__}: {e}"
+        self._rebind()
+        return self.fallback(*arrays)
 
     def _compiled(self, arrays):
         """Background tier: is the compiled loop installed (or has its compile failed)?
@@ -265,7 +287,8 @@ class LoopRunner:
     def _signature(self, arrays):
         """The call's arguments (small: loops hold scalars and small tensors), typed by the
         compile thread (numba.typeof here would import numpy.ma into this call)."""
-        return [a[()] if s else np.ascontiguousarray(a) for a, s in zip(arrays, self.scalar_in)]
+        return [a[()] if s else np.ascontiguousarray(a)
+                for k, (a, s) in enumerate(zip(arrays, self.scalar_in)) if k not in self.baked]
 
     def _compile(self, args):
         import numba
@@ -273,35 +296,56 @@ class LoopRunner:
         mod.loop_kernel.compile(tuple(numba.typeof(a) for a in args))
         return mod, status
 
-    def _make_fast(self, fn):
-        """A straight-line Python wrapper for this arity: no per-call loops over arguments.
+    def _make_direct(self, fn):
+        """The compiled entry as one straight-line Python function for this arity (no
+        per-call loops over arguments, no layers): counts the run, calls the kernel, and
+        on an error numpy raises differently runs the interpreter for its reference error.
 
         Scalars go in as numpy scalars (`a[()]`) and come back as numpy scalars of the
         result dtype, as the numpy rules give for rank-0 results; tensors go in C-contiguous
         (the kernel reshapes them) and come back as the kernel's own fresh arrays."""
         params = [f"a{k}" for k in range(len(self.scalar_in))]
-        args = [p + "[()]" if s else f"asc({p})" for p, s in zip(params, self.scalar_in)]
-        outs = [f"T{k}(r[{k}])" if scalar else f"r[{k}]"
-                for k, scalar in enumerate(self.scalar_out)]
+        args = [p + "[()]" if s else f"asc({p})" for k, (p, s) in
+                enumerate(zip(params, self.scalar_in)) if k not in self.baked]
+        used = self.used or [True] * len(self.scalar_out)
+        outs = [("None" if not u else f"T{k}(r[{k}])" if scalar else f"r[{k}]")
+                for k, (scalar, u) in enumerate(zip(self.scalar_out, used))]
         ret = outs[0] if self.single else (f"({', '.join(outs)},)" if outs else "None")
-        src = (f"def fast({', '.join(params)}):\n"
-               f"    r = fn({', '.join(args)})\n"
+        every = ", ".join(params)
+        src = (f"def direct({every}):\n"
+               f"    counts.loop_calls += 1\n"
+               f"    try:\n"
+               f"        r = fn({', '.join(args)})\n"
+               # an index, an integer power or divisor numpy rejects: the reference error
+               f"    except (IndexError, ArithmeticError):\n"
+               f"        return fallback({every})\n"
+               f"    except Exception as e:  # noqa: BLE001\n"
+               f"        return failed(e, ({every}{',' if len(params) == 1 else ''}))\n"
                f"    return {ret}\n")
-        ns = {"fn": fn, "asc": np.ascontiguousarray,
+        ns = {"fn": fn, "asc": np.ascontiguousarray, "counts": COUNTS,
+              "fallback": self.fallback, "failed": self._failed,
               **{f"T{k}": t for k, t in enumerate(self.out_types)}}
         exec(compile(src, f"<graphc loop wrapper {self.op.name}>", "exec"), ns)  # noqa: S102
-        return ns["fast"]
+        return ns["direct"]
 
 
-def lower(op):
-    """A LoopRunner for a top-level `while`/`cond` op, or NotLowerable with the reason."""
+def lower(op, constants=None):
+    """A LoopRunner for a top-level `while`/`cond` op, or NotLowerable with the reason.
+    `constants` (input position -> value) are the scalar inputs the plan always passes
+    the same value: the kernel holds them as literals (fewer arguments to convert and
+    type per call, and LLVM sees the start values)."""
     em = _Emitter()
     params = []
     env = {}
+    baked = {k: c for k, c in (constants or {}).items() if check_value(op.inputs[k], "input")
+             == () and np.ndim(c) == 0 and np.asarray(c).dtype == op.inputs[k].type.dtype.np}
     for k, v in enumerate(op.inputs):
         name = f"a{k}"
-        params.append(name)
         env[id(v)] = name
+        if k in baked:
+            em.allocs.append(f"{name} = {literal(baked[k])}  # always this constant")
+            continue
+        params.append(name)
         shape = check_value(v, "input")
         if shape != ():
             em.arrays[name] = shape     # dims may be unknown: then only element reads work
@@ -323,4 +367,4 @@ def lower(op):
     # static shapes are part of the lowering (loop bounds, buffers), so they are in the key
     canonical = "\n".join(ln.split("  #")[0] for ln in source.splitlines())
     canonical += "\n" + " ".join(f"{v.type.dtype.name}{dims_text(v.type.shape)}" for v in op.inputs)
-    return LoopRunner(op, source, cache.kernel_key("loop\n" + canonical))
+    return LoopRunner(op, source, cache.kernel_key("loop\n" + canonical), baked)

@@ -6,6 +6,7 @@ module exists, else from `math`/numpy. max/min propagate NaN like np.maximum/np.
 (Python's max/min do not), and floor/ceil/rint keep the float dtype (math.floor returns int).
 Integer arithmetic wraps as numpy's does (`exact.wadd`...; codegen.statement picks them).
 """
+import builtins
 import math
 
 import numpy as np
@@ -18,6 +19,10 @@ from .exact import (block_sum, buffer_sum, cascade_push, cascade_total,  # noqa:
 from ..vecmath.bits import prefer_vector_width  # noqa: F401 - see codegen.vector_width
 
 _INLINE = dict(error_model="numpy")
+
+# Index arithmetic (block bounds) uses numba's own integer min/max, lowered in place: `min`
+# below is an njit function of its own, a whole extra compile (~50 ms cold) in every kernel.
+imin, imax = builtins.min, builtins.max
 
 
 # np.maximum/np.minimum: the first argument if it is NaN or strictly beyond the second,
@@ -162,7 +167,7 @@ _REPLACEABLE = {"exp", "log", "log1p", "sin", "cos", "tan", "tanh", "erf", "sqrt
                 "pow", "fast_sin", "fast_cos", "fast_tan", "fast_trig_miss"}
 VECMATH_USED = _use_vecmath()
 
-__all__ = ["max", "min", "row_maximum", "row_minimum", "prefer_vector_width", "wadd", "wsub",
+__all__ = ["max", "min", "imin", "imax", "row_maximum", "row_minimum", "prefer_vector_width", "wadd", "wsub",
            "wmul", "wneg", "wabs", "to_int32", "to_int64", "stack_array", "block_sum",
            "buffer_sum", "cascade_push", "cascade_total", "sign", "floor",
            "ceil", "rint", "sqrt", "exp", "log", "log1p", "sin", "cos", "tan", "tanh", "erf",

@@ -23,6 +23,7 @@ from ...runtime.registry import REGISTRY
 from ...runtime.run_errors import located
 from ...runtime.variables import _check_shape
 from ..fusion import fuse
+from ..planning import optimized
 from . import availability
 
 VIEW_OPS = ("reshape", "expand_dims", "squeeze")
@@ -75,11 +76,10 @@ class Plan:
     plan returns every result as a device array."""
 
     def __init__(self, graph, nested=False):
-        from ..cpu.backend import _optimized
         from . import lowering
         self.source_graph = graph
         self.nested = nested
-        self.graph, self.optimize_error = (graph, None) if nested else _optimized(graph)
+        self.graph, self.optimize_error = (graph, None) if nested else optimized(graph)
         self.steps, self.records = [], []
         self.dev = _device()
         index = {}

@@ -113,7 +113,7 @@ def product(t, a, b):
 
 class Body:
     """Levels, loads and statements of one group under one kernel spec
-    (`kernels.cpu.codegen.KernelSpec`: broadcast flags and ranks per input)."""
+    (`kernels.planning.KernelSpec`: broadcast flags and ranks per input)."""
 
     def __init__(self, spec, threads=THREADS):
         self.spec, g = spec, spec.group

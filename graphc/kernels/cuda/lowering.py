@@ -16,8 +16,8 @@ Contract between `backend` (plumbing: memory, fallback, control flow) and the ge
   (dtypes other than float32/64 and int32/64, and strided operands, run the numpy rule
   on host copies; bad shapes raise the numpy rule's error).
 
-How: per set of input shapes a plan (domain, broadcast flags: `kernels.cpu.groups`'
-layout planning, shared with the CPU target) picks the generator -- `elementwise`
+How: per set of input shapes a plan (domain, broadcast flags: `kernels.planning`,
+shared with the CPU target) picks the generator -- `elementwise`
 (grid-stride), `reduce.row_source` (one block per row) or `reduce.two_pass_source`
 (column and full reductions) -- whose module is compiled once per process under a key
 from the spec's canonical text (ops, dtypes, ranks, broadcast flags; no dims). Shapes the
@@ -29,6 +29,7 @@ import threading
 import numpy as np
 
 from ..fusion import raises_on_integers
+from ..planning import numpy_steps, plan_layout, run_numpy
 from . import codegen, elementwise, reduce
 from .gemm import matmul  # noqa: F401 - part of the contract
 
@@ -45,8 +46,7 @@ class _Plan:
     """One set of input shapes: the kernel module and how to launch it."""
 
     def __init__(self, group, shapes, contiguous=True):
-        from ..cpu.groups import _plan_layout     # target-neutral shape planning
-        lay = _plan_layout(group, shapes)
+        lay = plan_layout(group, shapes)
         self.reason = lay.reason
         self.domain, self.out_shapes = lay.domain, lay.out_shapes
         self.size = lay.size if lay.spec is not None else 0
@@ -193,12 +193,11 @@ class GroupKernel:
     def run_numpy(self, inputs):
         """The group's numpy rules on host copies (located errors included), uploaded."""
         from numba import cuda
-        from ..cpu.groups import GroupRunner
         if self._numpy is None:
-            self._numpy = GroupRunner(self.group)
+            self._numpy = numpy_steps(self.group)
         host = [a.copy_to_host() if hasattr(a, "copy_to_host") else np.asarray(a)
                 for a in inputs]
-        return [cuda.to_device(np.array(r, order="C")) for r in self._numpy.run_numpy(host)]
+        return [cuda.to_device(np.array(r, order="C")) for r in run_numpy(self.group, self._numpy, host)]
 
     def describe(self):
         """Kernel kind, launch shapes and source of the last call's plan."""

@@ -27,10 +27,12 @@ import math
 import numba
 import numpy as np
 from numba import types
+from numba.core.dispatcher import Dispatcher
 from numba.core.errors import TypingError
 from numba.extending import lower_builtin, type_callable
 
 from . import bits as _bits
+from .linking import compile_inline_only
 from .explog import make_exp, make_log, make_log1p
 from .pow import make_pow
 from .special import make_erf, make_sigmoid, make_tanh
@@ -62,10 +64,11 @@ def _define(name, factory, nargs, doc, int_impl=None):
     with LLVM's `alwaysinline` (`int_impl`, one-argument functions only, keeps integer
     arguments integer).
 
-    Typed by a plain template and lowered to one call of a small per-dtype wrapper compiled
-    once per process: numba's `overload(inline="always")` re-ran its inliner and typing at
-    every call site, which cost a kernel's cold compile 15-40% (a 4-function loop, measured
-    side by side in fresh processes)."""
+    Typed by a plain template and lowered to one call of the per-dtype implementation (or a
+    small wrapper where it is not an njit function), compiled once per process as IR for
+    inlining only (`linking`): numba's `overload(inline="always")` re-ran its inliner and
+    typing at every call site, which cost a kernel's cold compile 15-40% (a 4-function loop,
+    measured side by side in fresh processes)."""
     impls = {types.float32: factory(np.float32), types.float64: factory(np.float64)}
     wrappers = {}
 
@@ -82,12 +85,15 @@ def _define(name, factory, nargs, doc, int_impl=None):
         """(dispatcher, its compile result) of the wrapper for `key`: ft, or 'int'."""
         if key not in wrappers:
             impl = int_impl if key == "int" else impls[key]
-            fn = impl if key == "int" else (
-                (lambda x: impl(x)) if nargs == 1 else (lambda x, y: impl(x, y)))
-            wrappers[key] = numba.njit(error_model="numpy")(fn)
-        disp = wrappers[key]
-        disp.compile(argtys)
-        return disp.overloads[argtys]
+            if isinstance(impl, Dispatcher):
+                wrappers[key] = impl
+            elif getattr(impl, "inlined_dispatcher", None) is not None:
+                wrappers[key] = impl.inlined_dispatcher
+            else:
+                fn = impl if key == "int" else (
+                    (lambda x: impl(x)) if nargs == 1 else (lambda x, y: impl(x, y)))
+                wrappers[key] = numba.njit(error_model="numpy")(fn)
+        return compile_inline_only(wrappers[key], argtys)
 
     def typed(*args):
         if int_impl is not None and isinstance(args[0], types.Integer):

@@ -10,6 +10,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .linking import compile_inline_only
+
 # float width -> (integer type, mantissa bits, exponent bias)
 _LAYOUT = {32: (ir.IntType(32), 23, 127), 64: (ir.IntType(64), 52, 1023)}
 _I32 = ir.IntType(32)
@@ -221,7 +223,8 @@ def horner2(typingctx, t, cond, coeffs_a, coeffs_b):
 
 
 def inlined(dispatcher, nargs=1):
-    """An intrinsic calling the njit `dispatcher` with the `alwaysinline` call-site attribute.
+    """An intrinsic calling the njit `dispatcher` with the `alwaysinline` call-site attribute
+    (compiled as IR for inlining only: `linking.compile_inline_only`).
 
     LLVM's inliner skips large callees (erf, pow), and a call left in a loop body stops the loop
     vectorizer. Inlining at LLVM level (rather than numba's `inline="always"`) keeps the callee's
@@ -229,8 +232,7 @@ def inlined(dispatcher, nargs=1):
     inf/nan handling.
     """
     def typer(args):
-        dispatcher.compile(tuple(args))
-        cres = dispatcher.overloads[tuple(args)]
+        cres = compile_inline_only(dispatcher, args)
 
         def codegen(context, builder, sig, llargs):
             context.add_linking_libs([cres.library])
@@ -246,11 +248,16 @@ def inlined(dispatcher, nargs=1):
     elif nargs == 2:
         def call(typingctx, x, y):
             return typer((x, y))
-    else:
+    elif nargs == 3:
         def call(typingctx, x, y, z):
             return typer((x, y, z))
+    else:
+        def call(typingctx, x, y, z, w):
+            return typer((x, y, z, w))
     call.__name__ = call.__qualname__ = getattr(dispatcher, "__name__", "inlined")
-    return intrinsic(call)
+    result = intrinsic(call)
+    result.inlined_dispatcher = dispatcher      # lets vecmath._define call it without a wrapper
+    return result
 
 
 @intrinsic
