@@ -170,6 +170,9 @@ def _python_array(value, dtype):
 
 def _to_array(value, dtype):
     """A numpy array of graphc dtype `dtype` (or inferred) from Python or numpy data."""
+    if hasattr(value, "__cuda_array_interface__") or hasattr(value, "copy_to_host"):
+        from ..kernels.cuda.device import foreign_tensor     # CuPy, numba-cuda: its dtype,
+        value = foreign_tensor(value).numpy()                # one copy (not element-wise)
     if isinstance(value, (np.ndarray, np.generic)):
         src = _dt.from_numpy(value.dtype)
         if src is None:

@@ -23,11 +23,12 @@ def layernorm(x, g, b):
 
 
 def float_math(x, y):
-    """Every float template: libdevice math, rounding, NaN-propagating max/min, pow."""
+    """Every float template: libdevice math, rounding, NaN-propagating max/min, pow (and
+    pow with a scalar exponent: numpy's sqrt for 0.5)."""
     return (gc.exp(x) + gc.log(gc.abs(x)) + gc.log1p(gc.abs(y)) + gc.sqrt(gc.abs(x)) +
             gc.sin(x) * gc.cos(y) + gc.tan(x) + gc.tanh(y) + gc.erf(x) + gc.floor(x) +
             gc.ceil(y) + gc.round(x) + gc.sign(x) + gc.maximum(x, y) + gc.minimum(x, y) +
-            gc.pow(gc.abs(x), y) + x / y + gc.floordiv(x, y) + gc.mod(x, y) +
+            gc.pow(gc.abs(x), y) + x ** 0.5 + x / y + gc.floordiv(x, y) + gc.mod(x, y) +
             gc.where(x > y, x, -y) + gc.cast(gc.cast(x, gc.int32), x.dtype) +
             gc.cast(gc.cast(y, gc.int64), x.dtype) + gc.cast(x > 0, x.dtype))
 

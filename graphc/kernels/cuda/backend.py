@@ -60,7 +60,8 @@ class Record:
         self.what, self.path, self.why, self.runs = what, path, why, 0
 
     def text(self):
-        why = f": {self.why}" if self.why else ""
+        why = self.why() if callable(self.why) else self.why     # a kernel's: its last run
+        why = f": {why}" if why else ""
         return f"{self.what}: {self.path}{why} [ran {self.runs}x]"
 
 
@@ -94,7 +95,7 @@ class Plan:
                 kernel = lowering.lower_group(item)
             if kernel is not None:
                 rec = Record(f"{item.name} [{', '.join(op.name for op in ops)}]", "kernel",
-                             _describe(kernel))
+                             partial(_describe, kernel))
                 ins = tuple(index[id(v)] for v in item.inputs)
                 outs = tuple(index.setdefault(id(v), len(index)) for v in item.outputs)
                 self._add(self._kernel_step(kernel, item), "device", ins, outs, ops[-1], rec)
@@ -222,7 +223,7 @@ class Plan:
                 try:
                     r = fn(*[env.device(i) for i in ins])
                 except Exception as e:  # noqa: BLE001 - re-raised with the op and user line
-                    err = located(op, e)
+                    err = located(op, e, env.shapes(ins))
                     if err is None:
                         raise
                     raise err from e
@@ -232,7 +233,7 @@ class Plan:
                 try:
                     fn(env, ins, outs)
                 except Exception as e:  # noqa: BLE001 - re-raised with the op and user line
-                    err = located(op, e)
+                    err = located(op, e, env.shapes(ins))
                     if err is None:
                         raise
                     raise err from e
@@ -286,6 +287,12 @@ class Env:
 
     def dev_value(self, i):
         return self.d[i]
+
+    def shapes(self, ins):
+        """Slots `ins` for an error message: host values as they are, device arrays as
+        zero-memory stand-ins of their run-time shape and dtype (no copy)."""
+        return [self.h[i] if self.d[i] is None else
+                np.broadcast_to(np.zeros((), self.d[i].dtype), self.d[i].shape) for i in ins]
 
     def any(self, i):
         d = self.d[i]
