@@ -209,16 +209,7 @@ class Plan:
         for fn, needs, ins, outs, op, rec, dead in self.steps:
             rec.runs += 1
             if needs == "host":
-                values = [env.host(i) for i in ins]
-                try:
-                    r = fn(*values)
-                except Exception as e:  # noqa: BLE001 - re-raised with the op and user line
-                    err = located(op, e, values)
-                    if err is None:
-                        raise
-                    raise err from e
-                STATS.add("fallbacks")
-                env.put_all(outs, r)
+                self._fallback(env, fn, ins, outs, op)
             elif needs == "device":
                 try:
                     r = fn(*[env.device(i) for i in ins])
