@@ -1,6 +1,8 @@
 """ConcreteFunction: one traced graph plus what is needed to call it with real tensors."""
 import os
 
+from numpy import ndarray, may_share_memory
+
 from .. import dtypes as _dt
 from . import signature as sig
 from .backends import get_backend
@@ -197,6 +199,23 @@ def _capture_value(src, device):
     return src._dev if device and src._dev is not None else src._np
 
 
+def _unshared(out, leaves):
+    """`out`, copied when it is an argument's array or a view of one (an input returned as
+    is, reshaped or sliced): a Tensor is immutable, so it must not change when the caller
+    later writes into the numpy array it passed. A fresh result is returned as is."""
+    if type(out) is not ndarray:
+        return out
+    if out.base is None:
+        for a in leaves:
+            if a is out:
+                return out.copy()
+        return out
+    for a in leaves:
+        if type(a) is ndarray and may_share_memory(out, a):
+            return out.copy()
+    return out
+
+
 def _caller(run, captures, structure, device=False):
     """call(leaves) -> the returned structure of Tensors, for `run` over leaves + captures.
     A single output is wrapped inline (no _unflatten walk, no Tensor._concrete call).
@@ -209,21 +228,22 @@ def _caller(run, captures, structure, device=False):
             return lambda leaves: wrap(run(leaves + captures)[i])
         return lambda leaves: _unflatten(structure, run(leaves + captures), wrap)
     if type(structure) is not _Slot:
-        if captures:
-            return lambda leaves: _unflatten(structure, run(leaves + captures))
-        return lambda leaves: _unflatten(structure, run(leaves))
+        def call_many(leaves):
+            outs = run(leaves + captures) if captures else run(leaves)
+            return _unflatten(structure, [_unshared(o, leaves) for o in outs])
+        return call_many
     i = structure.index
     if captures:
         def call_captures(leaves):
             t = new(Tensor)
-            t._np = run(leaves + captures)[i]
+            t._np = _unshared(run(leaves + captures)[i], leaves)
             t._sym = t._graph = t._dev = None
             return t
         return call_captures
 
     def call(leaves):
         t = new(Tensor)
-        t._np = run(leaves)[i]
+        t._np = _unshared(run(leaves)[i], leaves)
         t._sym = t._graph = t._dev = None
         return t
     return call

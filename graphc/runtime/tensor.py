@@ -131,8 +131,11 @@ class Tensor:
                                "use graphc ops (gc.*) inside compiled functions")
         if copy:    # np.array(t): a copy, never the buffer a compiled read may share
             return np.array(self._np, dtype=dtype, copy=True)
-        a = np.asarray(self._np)
-        return a if dtype is None else a.astype(dtype)
+        if dtype is not None and np.dtype(dtype) != self._np.dtype:
+            return np.asarray(self._np).astype(dtype)
+        a = np.asarray(self._np).view()    # read-only: writing into it would change the tensor
+        a.flags.writeable = False
+        return a
 
     def __bool__(self):
         if self._np is None:
