@@ -14,7 +14,7 @@ WANT = "v:;[[5 6], 1, 's'];([5 6],);{'k': ([5 6], 2.5)};Pair(a=[5 6], b=None);[1
 
 def show(x):
     gc.print("v:", [x, 1, "s"], (x,), {"k": (x, 2.5)}, Pair(x, None), [1, 2], sep=";")
-    return x + 1
+    return gc.exp(gc.cast(x, gc.float32)) * 2.0   # a fused kernel beside the print
 
 
 def printed(fn, *args):
