@@ -213,11 +213,14 @@ class Tensor:
     def __neg__(self): return OPS["negative"](self)
     def __pos__(self): return self
     def __abs__(self): return OPS["abs"](self)
-    def __invert__(self): return OPS["logical_not"](self)
-    def __and__(self, o): return OPS["logical_and"](self, o)
-    def __rand__(self, o): return OPS["logical_and"](o, self)
-    def __or__(self, o): return OPS["logical_or"](self, o)
-    def __ror__(self, o): return OPS["logical_or"](o, self)
+    # `~ & | ^` are logical on bool tensors and bitwise on integer ones, as in TF
+    def __invert__(self): return OPS["logical_not" if _is_bool(self) else "invert"](self)
+    def __and__(self, o): return OPS[_logic("and", self)](self, o)
+    def __rand__(self, o): return OPS[_logic("and", self)](o, self)
+    def __or__(self, o): return OPS[_logic("or", self)](self, o)
+    def __ror__(self, o): return OPS[_logic("or", self)](o, self)
+    def __xor__(self, o): return OPS[_logic("xor", self)](self, o)
+    def __rxor__(self, o): return OPS[_logic("xor", self)](o, self)
     def __lt__(self, o): return OPS["less"](self, o)
     def __le__(self, o): return OPS["less_equal"](self, o)
     def __gt__(self, o): return OPS["greater"](self, o)
@@ -230,6 +233,12 @@ def _is_bool(v):
     if isinstance(v, Tensor):
         return v.dtype is _dt.bool_
     return isinstance(v, (bool, np.bool_)) or (isinstance(v, np.ndarray) and v.dtype == bool)
+
+
+def _logic(op, t):
+    """logical_<op> for a bool tensor (and for float ones, whose dtype error names the
+    logical op), bitwise_<op> for an integer one."""
+    return f"bitwise_{op}" if t.dtype.is_integer else f"logical_{op}"
 
 
 def _bool_arith(op, symbol, t, other):
