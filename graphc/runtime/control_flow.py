@@ -4,6 +4,7 @@ import re
 import numpy as np
 
 from .. import dtypes as _dt
+from ..errors import DtypeChangeError
 from . import context, loop_vars as lv, nest
 from .context import building, current_graph
 from .dispatch import bind, constant, convert_to_tensor, is_number, resolve
@@ -187,9 +188,10 @@ def cond(pred, true_fn=None, false_fn=None, name=None, *, _names=None):
     for j, i in enumerate(keep):
         a, b = tg.outputs[j].type, fg.outputs[j].type
         if a.dtype is not b.dtype or type(a) is not type(b):
-            raise TypeError(f"cond: '{_name(names, i)}' is {_kind(a)} in the true branch but "
-                            f"{_kind(b)} in the false branch{lv.where()}; both branches must "
-                            "give the same kind of value with one dtype")
+            raise DtypeChangeError(
+                f"cond: '{_name(names, i)}' is {_kind(a)} in the true branch but {_kind(b)} in "
+                f"the false branch{lv.where()}; both branches must give the same kind of value "
+                "with one dtype")
         if isinstance(a, TensorType) and len(a.shape) != len(b.shape):
             raise ValueError(f"cond: '{_name(names, i)}' has rank {len(a.shape)} in the true "
                              f"branch but {len(b.shape)} in the false branch{lv.where()}")
