@@ -161,3 +161,12 @@ def test_dtype_equality_and_names():
     assert repr(gc.int32) == "gc.int32" and str(gc.int64) == "int64"
     assert gc.float32.is_floating and gc.int64.is_integer and gc.bool.is_bool
     assert gc.float64.as_numpy_dtype is np.float64
+
+
+def test_dtype_limits_and_sizes_as_tf():
+    assert gc.int32.min == -2**31 and gc.int32.max == 2**31 - 1 and gc.int32.size == 4
+    assert gc.int64.limits == (-2**63, 2**63 - 1) and gc.int64.size == 8
+    assert gc.float32.max == np.finfo(np.float32).max and gc.float32.min == -gc.float32.max
+    assert gc.float64.size == 8 and gc.bool.min is False and gc.bool.max is True
+    assert gc.float32.base_dtype is gc.float32 and not gc.int32.is_unsigned
+    assert gc.constant(gc.int32.max).dtype == gc.int32      # a limit fits its own dtype
