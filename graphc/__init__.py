@@ -1,4 +1,10 @@
 """graphc: a tracing graph compiler for Python numeric code (`tf.function`, done better)."""
+import warnings as _warnings
+
+# numpy's floating-point RuntimeWarnings ("invalid value encountered in sin") raised where
+# graphc's own op rules run: ops give inf/nan silently, as TF does. Users' own numpy code
+# keeps its warnings (the filter matches warnings attributed to graphc's modules only).
+_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"graphc(\.|$)")
 from . import config, errors, random
 from .dtypes import DType, as_dtype, float32, float64, int32, int64, bool_ as bool  # noqa: A001
 from .errors import RetracingWarning
