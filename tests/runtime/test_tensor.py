@@ -170,3 +170,19 @@ def test_dtype_limits_and_sizes_as_tf():
     assert gc.float64.size == 8 and gc.bool.min is False and gc.bool.max is True
     assert gc.float32.base_dtype is gc.float32 and not gc.int32.is_unsigned
     assert gc.constant(gc.int32.max).dtype == gc.int32      # a limit fits its own dtype
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_constant_shape_fills_or_reshapes_as_tf(traced):
+    def make():
+        return (gc.constant(0, shape=[2, 3]), gc.constant([1, 2, 3, 4], shape=[2, 2]),
+                gc.constant([1.0, 2.0], gc.float64, [2, 1]), gc.constant([7], shape=3))
+    out = gc.function(make)() if traced else make()
+    np.testing.assert_array_equal(out[0].numpy(), np.zeros((2, 3), np.int32))
+    np.testing.assert_array_equal(out[1].numpy(), [[1, 2], [3, 4]])
+    assert out[2].dtype == gc.float64 and out[2].shape == (2, 1)
+    np.testing.assert_array_equal(out[3].numpy(), [7, 7, 7])
+    with pytest.raises(TypeError, match=r"3 elements .* cannot take shape \[2, 2\]"):
+        gc.constant([1, 2, 3], shape=[2, 2])
+    with pytest.raises(ValueError, match="negative dimension"):
+        gc.constant(1, shape=[-1])
