@@ -1,6 +1,7 @@
 """Tensors whose value is known while tracing (gc.constant, gc.shape of a static shape and
 pure ops of them) are accepted where an op needs a static int list, as eagerly; random ops
-also take a shape known only at run time (`gc.random.normal(gc.shape(x))`, as in TF)."""
+also take a shape known only at run time (`gc.random.normal(gc.shape(x))`, as in TF), and
+gc.random.uniform draws integers for an integer dtype (TF's rules)."""
 import numpy as np
 import pytest
 
@@ -84,3 +85,27 @@ def test_dynamic_random_shape_saves_and_loads(tmp_path):
     gc.saved_model.save(m, str(tmp_path))
     loaded = gc.saved_model.load(str(tmp_path))
     assert loaded.f(np.zeros(7, np.float32)).shape == (7,)
+
+
+@pytest.mark.parametrize("backend", ["eager", "numpy", "numba"])
+def test_integer_uniform_draws_in_minval_maxval(backend):
+    def draw():
+        return gc.random.uniform([2000], -3, 4, dtype=gc.int64)
+    gc.random.set_seed(5)
+    f = draw if backend == "eager" else gc.function(draw, backend=backend)
+    a, b = f(), f()
+    assert a.dtype == gc.int64
+    assert set(np.unique(a.numpy())) == set(range(-3, 4))     # every value, none outside
+    assert not np.array_equal(a.numpy(), b.numpy())           # fresh per call
+    gc.random.set_seed(5)
+    g = draw if backend == "eager" else gc.function(draw, backend=backend)
+    np.testing.assert_array_equal(g().numpy(), a.numpy())     # reproducible from the seed
+
+
+def test_integer_uniform_errors():
+    with pytest.raises(ValueError, match=r"integer dtype \(int32\) needs maxval"):
+        gc.random.uniform([2], dtype=gc.int32)
+    with pytest.raises(gc.errors.InvalidArgumentError, match="needs minval < maxval"):
+        gc.random.uniform([2], 5, 5, dtype=gc.int32)
+    with pytest.raises(gc.errors.InvalidArgumentError, match="needs minval < maxval"):
+        gc.function(lambda hi: gc.random.uniform([2], 0, hi, dtype=gc.int32))(gc.constant(0))

@@ -32,13 +32,13 @@ def _generator(seed):
     return stream
 
 
-def _infer(name):
+def _infer(name, kind=FLOAT):
     def infer(types, shape, dtype, seed):
         for t in types[:2]:
-            check_kind(name, t, FLOAT)
+            check_kind(name, t, kind)
             if t.shape != ():
                 raise ValueError(f"{name}: parameters must be scalars, got {t}")
-        if not dtype.is_floating:
+        if kind == FLOAT and not dtype.is_floating:
             raise TypeError(f"{name}: dtype must be float32 or float64, got {dtype.name}")
         if shape is None:            # the dims come in as a 1-D int tensor, known at run time
             dims = types[2]
@@ -72,8 +72,19 @@ def _uniform(lo, hi, *dims, shape, dtype, seed):
     return (u * (hi - lo) + lo).astype(dtype.np, copy=False)
 
 
+def _uniform_int(lo, hi, *dims, shape, dtype, seed):
+    lo, hi = int(lo), int(hi)
+    if lo >= hi:
+        raise InvalidArgumentError(f"random.uniform: an integer draw needs minval < maxval, "
+                                   f"got minval={lo}, maxval={hi}")
+    return _generator(seed).integers(lo, hi, _run_shape("random.uniform", shape, dims),
+                                     dtype=dtype.np)
+
+
 register("random_normal", _infer("random.normal"), _normal, kind=RANDOM, effectful=True,
          nondiff=True)
+register("random_uniform_int", _infer("random.uniform", INTEGER), _uniform_int, kind=RANDOM,
+         effectful=True, nondiff=True)
 register("random_uniform", _infer("random.uniform"), _uniform, kind=RANDOM, effectful=True,
          nondiff=True)
 
@@ -104,8 +115,18 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=_dt.float32, seed=None, name=None)
 
 def uniform(shape, minval=0.0, maxval=1.0, dtype=_dt.float32, seed=None, name=None):
     """Samples from U[minval, maxval); fresh on every call of a compiled function. `shape`
-    may be a tensor known only at run time (`gc.shape(x)`)."""
+    may be a tensor known only at run time (`gc.shape(x)`). For an integer dtype (as TF)
+    maxval must be given and the draws are integers in [minval, maxval)."""
     dtype = _dt.as_dtype(dtype)
     static, dims = _shape(shape)
+    if dtype.is_integer:
+        if maxval is None or type(maxval) is float and maxval == 1.0:
+            raise ValueError(f"random.uniform: an integer dtype ({dtype.name}) needs maxval, "
+                             "e.g. gc.random.uniform(shape, 0, 10, dtype=gc.int32)")
+        if type(minval) is float and minval == 0.0:
+            minval = 0
+        return bind("random_uniform_int", convert_to_tensor(minval, dtype),
+                    convert_to_tensor(maxval, dtype), *dims, shape=static, dtype=dtype,
+                    seed=seed)
     return bind("random_uniform", convert_to_tensor(minval, dtype),
                 convert_to_tensor(maxval, dtype), *dims, shape=static, dtype=dtype, seed=seed)
