@@ -225,8 +225,9 @@ class Tensor:
     def __le__(self, o): return OPS["less_equal"](self, o)
     def __gt__(self, o): return OPS["greater"](self, o)
     def __ge__(self, o): return OPS["greater_equal"](self, o)
-    def __eq__(self, o): return OPS["equal"](self, o)
-    def __ne__(self, o): return OPS["not_equal"](self, o)
+    # as TF: comparing with None is False / True (not an error), elementwise otherwise
+    def __eq__(self, o): return False if o is None else OPS["equal"](self, o)
+    def __ne__(self, o): return True if o is None else OPS["not_equal"](self, o)
 
 
 def _is_bool(v):

@@ -186,3 +186,11 @@ def test_constant_shape_fills_or_reshapes_as_tf(traced):
         gc.constant([1, 2, 3], shape=[2, 2])
     with pytest.raises(ValueError, match="negative dimension"):
         gc.constant(1, shape=[-1])
+
+
+def test_comparing_with_none_is_a_python_bool_as_tf():
+    t = gc.constant([1, 2])
+    assert (t == None) is False and (t != None) is True       # noqa: E711
+    f = gc.function(lambda x: x * 2 if x != None else x)   # noqa: E711
+    np.testing.assert_array_equal(f(t).numpy(), [2, 4])
+    np.testing.assert_array_equal((t == 2).numpy(), [False, True])
