@@ -50,3 +50,18 @@ def test_print_rejects_a_stream_without_write():
         gc.print("x", output_stream="file:///tmp/out.txt")
     with pytest.raises(TypeError, match=r"output_stream .* \(while tracing .*test_print_nested"):
         gc.function(lambda x: gc.print(x, output_stream=42))(gc.constant(1))
+
+
+@pytest.mark.parametrize("backend", ["eager", "numpy"])
+def test_summarize_shows_that_many_elements_at_each_end(backend):
+    def show(x):
+        gc.print(x, summarize=3)
+        gc.print(x)                                     # numpy's format when not given
+        gc.print(gc.range(1200), summarize=-1)          # -1: every element
+    f = show if backend == "eager" else gc.function(show, backend=backend)
+    lines = printed(f, gc.range(10)).splitlines()
+    assert lines[0] == "[0 1 2 ... 7 8 9]"
+    assert lines[1] == "[0 1 2 3 4 5 6 7 8 9]"
+    assert "..." not in "".join(lines[2:]) and "1199]" in lines[-1]
+    with pytest.raises(TypeError, match="summarize must be an int"):
+        gc.print(gc.range(3), summarize="all")

@@ -8,15 +8,23 @@ from ..registry import register, IO
 from ..tensor import Tensor
 
 
-def _format(v):
-    return str(np.asarray(v)) if isinstance(v, (np.ndarray, np.generic)) else str(v)
+def _format(v, summarize=None):
+    if not isinstance(v, (np.ndarray, np.generic)):
+        return str(v)
+    if summarize is None:                       # numpy's own format and abbreviation
+        return str(np.asarray(v))
+    if summarize < 0:                           # TF: -1 prints every element
+        return np.array2string(np.asarray(v), threshold=sys.maxsize, separator=" ")
+    return np.array2string(np.asarray(v), threshold=2 * summarize, edgeitems=summarize,
+                           separator=" ")
 
 
-def _print_impl(*values, template, sep, end, output_stream, groups=None):
+def _print_impl(*values, template, sep, end, output_stream, groups=None, summarize=None):
     """`template`: literal strings, and None where the next tensor goes; `groups`: how many
-    template items each printed argument spans (None: one each), joined by `sep`."""
+    template items each printed argument spans (None: one each), joined by `sep`;
+    `summarize`: elements shown at each end of a long tensor (None: numpy's default)."""
     it = iter(values)
-    parts = [_format(next(it)) if item is None else item for item in template]
+    parts = [_format(next(it), summarize) if item is None else item for item in template]
     if groups is not None:
         at, joined = 0, []
         for n in groups:
@@ -96,6 +104,11 @@ def print_(*inputs, sep=" ", end="\n", output_stream=None, summarize=None, name=
         template += pieces
         groups.append(len(pieces))
     attrs = {} if all(n == 1 for n in groups) else {"groups": tuple(groups)}
+    if summarize is not None:
+        if type(summarize) is not int:
+            raise TypeError(f"print: summarize must be an int (-1 for every element), got "
+                            f"{summarize!r}")
+        attrs["summarize"] = summarize
     bind("print", *tensors, template=tuple(template), sep=sep, end=end,
          output_stream=output_stream, **attrs)
 
