@@ -21,7 +21,6 @@ class Tensor:
     """An immutable tensor. Concrete tensors hold a numpy value; symbolic ones, a graph Value."""
 
     __slots__ = ("_np", "_sym", "_graph", "_dev", "__weakref__")
-    __array_ufunc__ = None   # numpy defers `ndarray + Tensor` to our reflected operators
     __hash__ = None          # `==` is elementwise, as in TF; key tensors by id() instead
 
     # -- construction ------------------------------------------------------------------
@@ -137,6 +136,23 @@ class Tensor:
         a.flags.writeable = False
         return a
 
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """numpy's operators with a tensor (`ndarray + t`, `ndarray < t`) are the tensor's
+        own (a Tensor, graphc's dtype rules, symbolic while tracing); numpy's functions on
+        concrete tensors (`np.exp(t)`, `np.sum(t)`, `np.isnan(t)`) give numpy results, as
+        with TF's eager tensors."""
+        names = _BINOPS.get(ufunc.__name__)
+        if names is not None and method == "__call__" and len(inputs) == 2 and not kwargs:
+            a, b = inputs
+            if type(a) is Tensor:
+                return getattr(a, f"__{names[0]}__")(b)
+            return getattr(b, f"__{names[1]}__")(a)
+        if any(type(o) is Tensor for o in kwargs.get("out", ())):
+            raise TypeError(f"np.{ufunc.__name__}(..., out=tensor): a gc.Tensor is immutable; "
+                            "write into a numpy array (t.numpy()) instead")
+        arrays = [np.asarray(x) if type(x) is Tensor else x for x in inputs]
+        return getattr(ufunc, method)(*arrays, **kwargs)
+
     def __bool__(self):
         if self._np is None:
             raise _not_allowed(self, "a Python `bool`",
@@ -228,6 +244,18 @@ class Tensor:
     # as TF: comparing with None is False / True (not an error), elementwise otherwise
     def __eq__(self, o): return False if o is None else OPS["equal"](self, o)
     def __ne__(self, o): return True if o is None else OPS["not_equal"](self, o)
+
+
+# numpy ufunc -> (operator, reflected operator) of Tensor, for `ndarray <op> tensor`
+_BINOPS = {
+    "add": ("add", "radd"), "subtract": ("sub", "rsub"), "multiply": ("mul", "rmul"),
+    "true_divide": ("truediv", "rtruediv"), "divide": ("truediv", "rtruediv"),
+    "floor_divide": ("floordiv", "rfloordiv"), "remainder": ("mod", "rmod"),
+    "power": ("pow", "rpow"), "matmul": ("matmul", "rmatmul"),
+    "bitwise_and": ("and", "rand"), "bitwise_or": ("or", "ror"), "bitwise_xor": ("xor", "rxor"),
+    "equal": ("eq", "eq"), "not_equal": ("ne", "ne"), "less": ("lt", "gt"),
+    "less_equal": ("le", "ge"), "greater": ("gt", "lt"), "greater_equal": ("ge", "le"),
+}
 
 
 def _is_bool(v):

@@ -194,3 +194,32 @@ def test_comparing_with_none_is_a_python_bool_as_tf():
     f = gc.function(lambda x: x * 2 if x != None else x)   # noqa: E711
     np.testing.assert_array_equal(f(t).numpy(), [2, 4])
     np.testing.assert_array_equal((t == 2).numpy(), [False, True])
+
+
+def test_numpy_functions_on_concrete_tensors_as_tf_eager_tensors():
+    t = gc.constant([1.0, 4.0])
+    assert np.sum(t) == 5.0 and np.max(t) == 4.0 and np.mean(t) == 2.5
+    np.testing.assert_array_equal(np.sqrt(t), [1.0, 2.0])
+    np.testing.assert_array_equal(np.isnan(gc.constant([np.nan, 1.0])), [True, False])
+    assert np.max(np.abs(t - np.array([1.0, 3.0], np.float32))) == 1.0
+    acc = np.zeros(2, np.float32)
+    acc += t                                   # into the caller's array
+    np.testing.assert_array_equal(acc, [1.0, 4.0])
+    with pytest.raises(TypeError, match="gc.Tensor is immutable"):
+        np.add(np.ones(2, np.float32), 1, out=t)
+
+
+def test_numpy_operators_with_a_tensor_stay_tensor_ops():
+    t = gc.constant([1.0, 4.0])
+    for got, want in [(np.ones(2, np.float32) + t, [2.0, 5.0]),
+                      (np.float32(2) * t, [2.0, 8.0]),
+                      (np.full(2, 2.0, np.float32) < t, [False, True]),
+                      (np.array([1, 6], np.int32) ^ gc.constant([3, 3]), [2, 5])]:
+        assert type(got) is gc.Tensor
+        np.testing.assert_array_equal(got.numpy(), want)
+    with pytest.raises(TypeError, match="different dtypes float64 and float32"):
+        np.ones(2) + t                         # graphc's (TF's) dtype rule, not numpy's
+    f = gc.function(lambda x: np.ones(2, np.float32) * x + 1.0)
+    np.testing.assert_array_equal(f(t).numpy(), [2.0, 5.0])
+    with pytest.raises(gc.errors.OperatorNotAllowedInGraphError):
+        gc.function(lambda x: np.exp(x))(t)    # numpy functions are not converted
