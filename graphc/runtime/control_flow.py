@@ -238,7 +238,8 @@ def _check_same_structure(a, b, names):
 # -- while_loop --------------------------------------------------------------------------
 
 def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=None,
-               name=None, *, _names=None):
+               name=None, *, parallel_iterations=10, back_prop=True, swap_memory=False,
+               _names=None):
     """Repeat `loop_vars = body(*loop_vars)` while `cond(*loop_vars)`.
 
     `loop_vars` is a list or tuple (any nest inside: lists, tuples, dicts, namedtuples,
@@ -246,7 +247,18 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
     shape unless `shape_invariants` (a nest of shapes matching loop_vars, None for a
     dimension that may vary; None for a whole shape leaves every dimension free) allows it.
     `maximum_iterations` (int or int tensor) caps the number of iterations.
+    TF's `parallel_iterations` and `swap_memory` are scheduling hints with no effect on
+    results (accepted, unused); `back_prop=False` stops gradients through the result.
     """
+    out = _while_loop(cond, body, loop_vars, shape_invariants, maximum_iterations, _names)
+    if back_prop:
+        return out
+    from .autodiff.tape import stop_gradient
+    leaves = nest.flatten(out)
+    return nest.pack_as(out, [stop_gradient(x) if type(x) is Tensor else x for x in leaves])
+
+
+def _while_loop(cond, body, loop_vars, shape_invariants, maximum_iterations, _names):
     if not callable(cond) or not callable(body):
         raise TypeError("while_loop: cond and body must be callables")
     single = not isinstance(loop_vars, (list, tuple))
