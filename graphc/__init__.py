@@ -30,5 +30,8 @@ from . import train  # noqa: E402  (gc.train.Checkpoint, CheckpointManager, late
 from . import saved_model  # noqa: E402  (gc.saved_model.save, load)
 from . import summary  # noqa: E402  (gc.summary: TensorBoard; imports tensorboard lazily)
 print = _ops.PUBLIC["print"]  # noqa: A001  (gc.print is the graph print)
+from .runtime.ops.compat import executing_eagerly, is_tensor  # noqa: E402
+from .runtime.static_value import static_value as get_static_value  # noqa: E402
+newaxis = None   # x[gc.newaxis], as tf.newaxis
 
 __version__ = "0.1.0"
