@@ -205,6 +205,12 @@ class Tensor:
     def __str__(self):
         return repr(self) if self._np is None else str(np.asarray(self._np))
 
+    def __format__(self, spec):
+        """f"{t:.2f}" formats the value, as TF's eager tensors (a 0-d one like a number)."""
+        if not spec or self._np is None:
+            return format(str(self), spec)
+        return format(np.asarray(self._np), spec)
+
     def __getitem__(self, index):
         return OPS["getitem"](self, index)
 

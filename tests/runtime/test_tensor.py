@@ -223,3 +223,11 @@ def test_numpy_operators_with_a_tensor_stay_tensor_ops():
     np.testing.assert_array_equal(f(t).numpy(), [2.0, 5.0])
     with pytest.raises(gc.errors.OperatorNotAllowedInGraphError):
         gc.function(lambda x: np.exp(x))(t)    # numpy functions are not converted
+
+
+def test_format_spec_formats_the_value():
+    assert f"{gc.constant(1.5):.2f}" == "1.50" and f"{gc.constant(3):4d}" == "   3"
+    assert f"{gc.constant([1.0, 2.0])}" == "[1. 2.]" and "{:>4}".format(gc.constant(7)) == "   7"
+    seen = []
+    gc.function(lambda x: seen.append(f"{x}") or x)(gc.constant(1.0))
+    assert "symbolic" in seen[0]                # while tracing: no value to format
