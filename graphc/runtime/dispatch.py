@@ -159,6 +159,10 @@ def _python_array(value, dtype):
         raise ValueError(f"cannot convert {_short(value)} to a tensor: nested lists of "
                          "different lengths (ragged); a tensor is rectangular. Fix: pad the "
                          "rows to one length") from None
+    if arr.dtype.kind == "O" and arr.size and all(
+            isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in arr.flat):
+        raise ValueError(f"cannot convert {_short(value)} to a tensor: an integer is out of "
+                         "the int64 range")
     if arr.dtype.kind not in "biuf":   # strings, bytes, complex, objects: never parsed or cut
         what = {"U": "string", "S": "bytes", "c": "complex", "O": "ragged or mixed"}.get(
             arr.dtype.kind, str(arr.dtype))

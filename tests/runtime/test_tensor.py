@@ -231,3 +231,11 @@ def test_format_spec_formats_the_value():
     seen = []
     gc.function(lambda x: seen.append(f"{x}") or x)(gc.constant(1.0))
     assert "symbolic" in seen[0]                # while tracing: no value to format
+
+
+def test_python_ints_beyond_int64_are_an_out_of_range_error():
+    for value in (-2**63 - 1, [1, 2**64], 2**63):
+        with pytest.raises(ValueError, match="out of range|out of the int64 range"):
+            gc.constant(value)
+    with pytest.raises(TypeError, match="string data"):
+        gc.constant([1, "a"])
