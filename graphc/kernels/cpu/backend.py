@@ -17,6 +17,7 @@ from .. import cache, tiers
 from ..fusion import fuse
 from ..planning import optimized
 from .groups import KERNEL_NAME, GroupRunner
+from .loops_entry import single_loop_tail
 
 # How numba's OpenMP workers (libgomp) wait between parallel regions. Sleeping at once
 # (OMP_WAIT_POLICY=passive) made every region pay a wake-up: an empty prange loop took
@@ -104,6 +105,9 @@ class Plan:
         for i, (fn, _, outs, _, _, dead) in enumerate(self.steps):
             if isinstance(fn, loops.LoopRunner):
                 fn.bind(run.__globals__, f"f{i}", [o not in dead for o in outs])
+        # a plan that is one compiled loop: callers may inline the kernel call (loops_entry)
+        run.tail = single_loop_tail(self.steps, self.n_in, len(self.graph.inputs),
+                                    self.out_idx, consts)
         return run
 
     def _op_step(self, op, index, consts):

@@ -21,6 +21,7 @@ from ...runtime.types import TensorType
 from .. import cache, tiers
 from ..stats import COUNTS
 from .codegen import np_name, statement, where
+from .loops_entry import scalar_wrap
 from .loops_shape import ShapeLowering
 from .loops_tensor import (MAX_LOOP_TENSOR_ELEMENTS, SUPPORTED_TENSOR_OPS,  # noqa: F401
                            TENSOR_OPS, NotLowerable, TensorLowering, check_value, dims_text,
@@ -206,6 +207,7 @@ class LoopRunner:
         self.direct = None       # the compiled entry (_make_direct), once installed
         self.sites = []          # (namespace, name) of plan steps that call it directly
         self.used = None         # per output: read by the plan (None: all are)
+        self.watchers = []       # weak callbacks told when the entry changes (loops_entry)
 
     def _load(self):
         self._install(*cache.load_module(self.key, self.source))
@@ -263,12 +265,19 @@ class LoopRunner:
         entry = self.direct if self.fn is not None and self.error is None else self
         for namespace, name in self.sites:
             namespace[name] = entry       # one dict store: atomic for calls in other threads
+        for ref in list(self.watchers):
+            callback = ref()
+            if callback is not None:
+                callback()
 
     def _failed(self, e, arrays):
         """The kernel could not run (typing or compile error): interpret from now on."""
+        self.mark_failed(e)
+        return self.fallback(*arrays)
+
+    def mark_failed(self, e):
         self.error = f"loop kernel failed to compile: {type(e).__name__}: {e}"
         self._rebind()
-        return self.fallback(*arrays)
 
     def _compiled(self, arrays):
         """Background tier: is the compiled loop installed (or has its compile failed)?
@@ -308,8 +317,11 @@ class LoopRunner:
         args = [p + "[()]" if s else f"asc({p})" for k, (p, s) in
                 enumerate(zip(params, self.scalar_in)) if k not in self.baked]
         used = self.used or [True] * len(self.scalar_out)
-        outs = [("None" if not u else f"T{k}(r[{k}])" if scalar else f"r[{k}]")
-                for k, (scalar, u) in enumerate(zip(self.scalar_out, used))]
+        ns = {"fn": fn, "asc": np.ascontiguousarray, "counts": COUNTS,
+              "fallback": self.fallback, "failed": self._failed}
+        outs = [("None" if not u else scalar_wrap(t, f"r[{k}]", f"T{k}", ns) if scalar
+                 else f"r[{k}]") for k, (t, scalar, u) in
+                enumerate(zip(self.out_types, self.scalar_out, used))]
         ret = outs[0] if self.single else (f"({', '.join(outs)},)" if outs else "None")
         every = ", ".join(params)
         src = (f"def direct({every}):\n"
@@ -322,9 +334,6 @@ class LoopRunner:
                f"    except Exception as e:  # noqa: BLE001\n"
                f"        return failed(e, ({every}{',' if len(params) == 1 else ''}))\n"
                f"    return {ret}\n")
-        ns = {"fn": fn, "asc": np.ascontiguousarray, "counts": COUNTS,
-              "fallback": self.fallback, "failed": self._failed,
-              **{f"T{k}": t for k, t in enumerate(self.out_types)}}
         exec(compile(src, f"<graphc loop wrapper {self.op.name}>", "exec"), ns)  # noqa: S102
         return ns["direct"]
 
