@@ -83,11 +83,10 @@ class LoopTail:
                  f"    return k_slow({leaves_expr})"]
         outs = []
         for j in self.outs:
+            value = runner.result(j, "k_r")
             if runner.scalar_out[j]:
-                outs.append(scalar_wrap(runner.op.outputs[j].type.dtype.np, f"k_r[{j}]",
-                                        f"k_one{j}", ns))
-            else:
-                outs.append(f"k_r[{j}]")
+                value = scalar_wrap(runner.out_types[j], value, f"k_one{j}", ns)
+            outs.append(value)
         return lines, ns, outs
 
 
@@ -111,6 +110,6 @@ def single_loop_tail(steps, n_in, n_graph_inputs, out_idx, consts):
             params.append(("const", consts[slot]))
         else:
             return None
-    if any(o not in outs for o in out_idx):
+    if any(o not in outs or runner.result(outs.index(o)) is None for o in out_idx):
         return None
     return LoopTail(runner, params, [outs.index(o) for o in out_idx])
