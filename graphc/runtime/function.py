@@ -16,7 +16,7 @@ from .function_args import (_ParamInfo, _as_tensors, _changing_scalars, _check_i
                             _conform, _generalize_all, _has_none_dim, _identity_refs)
 from .function_retrace import _retrace_message, _variables_again
 from .fingerprint import MISS, PY, PY_KEYED, SLOW, VAR, float_bits, sequence_fingerprint
-from .function_entry import make_entry
+from .function_entry import change_hook, make_entry
 from .variables import Variable
 
 RETRACE_WARN_AFTER = 5
@@ -173,7 +173,7 @@ class Function:
             entry = None if self._device_leaves else make_entry(fp, cf, self._name)
             entries[key] = entry
             if cf._on_change is None:
-                cf._on_change = _entries_changed(self)
+                cf._on_change = change_hook(self)
         self._entry = entry
         self._hot = (fp, cf, True)
 
@@ -424,17 +424,6 @@ class Function:
 
     def __repr__(self):
         return f"<gc.function {self._name} (traces: {self.tracing_count})>"
-
-
-def _entries_changed(function):
-    """A ConcreteFunction's `_on_change`: tells `function` (held weakly) to drop its entries."""
-    ref = weakref.ref(function)
-
-    def changed():
-        f = ref()
-        if f is not None:
-            f._trace_changed()
-    return changed
 
 
 def _tracing_or_taping():

@@ -8,6 +8,8 @@ It returns MISS for anything else, and Function.__call__ goes on with the finger
 so the entry only ever takes calls that path would give the same trace with the same
 leaves: a cached call of a one-loop graph is then this frame and the kernel.
 """
+import weakref
+
 from numpy import ndarray
 
 from .fingerprint import MISS, PY, PY_KEYED, _Marker
@@ -73,3 +75,15 @@ def make_entry(fp, cf, name):
     lines += ["    " + ln for ln in body]
     exec(compile("\n".join(lines) + "\n", f"<graphc entry {name}>", "exec"), ns)  # noqa: S102
     return ns["entry"]
+
+
+def change_hook(function):
+    """A ConcreteFunction's `_on_change`: tells `function` (held weakly) that the trace's
+    inline source came or went, so that its entries are made afresh."""
+    ref = weakref.ref(function)
+
+    def changed():
+        f = ref()
+        if f is not None:
+            f._trace_changed()
+    return changed
