@@ -259,3 +259,31 @@ def test_any_float32_values_agree_with_eager(values):
 
 
 _BRANCHY = gc.function(branchy, backend="numba")
+
+
+def test_a_kernel_compiled_in_the_background_joins_the_entry(numba_forced, monkeypatch,
+                                                            tmp_path):
+    """Background tier: calls interpret the loop while its kernel compiles (held on the
+    gate), through an entry that calls the plan; once installed, the entry inlines it."""
+    from graphc.kernels import tiers
+    monkeypatch.setenv("GRAPHC_COMPILE", "background")
+    monkeypatch.setenv("GRAPHC_CACHE_DIR", str(tmp_path / "cache"))
+    gate = threading.Event()
+    monkeypatch.setitem(tiers.GATE, "event", gate)
+    try:
+        f = gc.function(branchy, backend="numba")
+        x = gc.constant(_values())
+        want = branchy(x).numpy()
+        with numba_forced.none("the compile thread is held: the loop is interpreted"):
+            for _ in range(3):
+                _same(f(x).numpy(), want)
+        assert f._entry is not None and not _fused(f)
+        gate.set()
+        tiers.wait_all(120)
+        with numba_forced.expect(loops=True):
+            for _ in range(3):
+                _same(f(x).numpy(), want)
+        assert _fused(f)
+    finally:
+        gate.set()
+        tiers.wait_all(120)
