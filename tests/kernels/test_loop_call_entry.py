@@ -287,3 +287,22 @@ def test_a_kernel_compiled_in_the_background_joins_the_entry(numba_forced, monke
     finally:
         gate.set()
         tiers.wait_all(120)
+
+
+def weighted(x):
+    w = gc.constant(np.linspace(-1.0, 1.0, N).astype(np.float32))   # a constant the loop reads
+    acc = gc.zeros([], x.dtype)
+    for i in gc.range(N):
+        acc += x[i] * w[i]
+    return acc
+
+
+def test_constants_feeding_the_loop_are_bound_in_the_entry(numba_forced):
+    f = gc.function(weighted, backend="numba")
+    x = gc.constant(_values())
+    with numba_forced.expect(loops=True):
+        _warm(f, x)
+        got = f(x).numpy()
+    assert _fused(f)
+    assert any(k.startswith("k_c") for k in f._entry.__globals__)
+    np.testing.assert_allclose(got, weighted(x).numpy(), rtol=2e-6)

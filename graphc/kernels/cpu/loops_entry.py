@@ -68,7 +68,8 @@ class LoopTail:
         inputs = [k for k in range(len(runner.scalar_in)) if k not in runner.baked]
         for k, p in zip(inputs, self.params):
             if type(p) is tuple:                     # a constant: converted once, here
-                ns[f"k_c{k}"] = p[1][()] if runner.scalar_in[k] else np.ascontiguousarray(p[1])
+                value = np.asarray(p[1])
+                ns[f"k_c{k}"] = value[()] if runner.scalar_in[k] else np.ascontiguousarray(value)
                 args.append(f"k_c{k}")
             else:
                 args.append(f"{leaves[p]}[()]" if runner.scalar_in[k] else f"k_asc({leaves[p]})")
