@@ -165,6 +165,8 @@ class Function:
         entry first. Made on the second hit (a fingerprint seen once never pays the ~50 us
         of generating one), kept per fingerprint; none for a device backend's tensors."""
         fp, cf, _ = hot
+        if cf._on_change is None:       # before the entry is made: no change goes unheard
+            cf._on_change = change_hook(self)
         key = tuple(fp)
         entries = self._entries
         if key in entries:
@@ -172,10 +174,9 @@ class Function:
         else:
             entry = None if self._device_leaves else make_entry(fp, cf, self._name)
             entries[key] = entry
-            if cf._on_change is None:
-                cf._on_change = change_hook(self)
         self._entry = entry
-        self._hot = (fp, cf, True)
+        # a trace changed meanwhile (_trace_changed, another thread): make it afresh next time
+        self._hot = (fp, cf, self._entries is entries)
 
     def _trace_changed(self):
         """A trace's inline source came or went: its entries are made afresh (on the next
