@@ -16,7 +16,8 @@ from . import blas, codegen, loops
 from .. import cache, tiers
 from ..fusion import fuse
 from ..planning import optimized
-from .groups import KERNEL_NAME, GroupRunner
+from .groups import GroupRunner
+from .kernel import KERNEL_NAME
 from .loops_entry import single_loop_tail
 
 # How numba's OpenMP workers (libgomp) wait between parallel regions. Sleeping at once
