@@ -9,11 +9,12 @@ from numpy import ndarray
 from .. import config
 from ..errors import RetracingWarning
 from . import context, signature as sig
-from .concrete import ConcreteFunction, trace
+from .concrete import trace
 from .tensor import Tensor
 from .autodiff.tape import eager_tape_recording
 from .function_args import (_ParamInfo, _as_tensors, _changing_scalars, _check_input_signature,
-                            _conform, _generalize_all, _has_none_dim, _identity_refs)
+                            _conform, _generalize_all)
+from .function_cache import TraceCache
 from .function_retrace import _retrace_message, _variables_again
 from .fingerprint import MISS, PY, PY_KEYED, SLOW, VAR, float_bits, sequence_fingerprint
 from .function_entry import change_hook, make_entry
@@ -25,7 +26,7 @@ _busy = context._busy
 _config = config._state
 
 
-class Function:
+class Function(TraceCache):
     """A Python function compiled per input signature. Create it with `gc.function`."""
 
     def __init__(self, python_function, input_signature=None, autograph=True,
@@ -317,52 +318,6 @@ class Function:
         if warning:
             context.warn_at_user_line(warning, RetracingWarning)
         return cf
-
-    def _keep(self, key, cf):
-        self._traced += 1
-        self._concrete.append(cf)
-        warning = None
-        if self._last_key is not None:
-            warning = self._retrace_warning(self._last_key, key)
-        self._last_key = key                       # survives eviction, for the warning
-        self._keys.append(key)
-        self._cache[key] = cf
-        for ref in (r for part in key for r in _identity_refs(part)):
-            if isinstance(ref.ref, weakref.ref):
-                weakref.finalize(ref.ref(), self._evict, key)
-        if any(_has_none_dim(k) for k in key):
-            self._general.append((key, cf))
-        return warning
-
-    def _evict(self, key):
-        """An object keyed by identity died: its traces can never be hit again, so they
-        leave the cache and concrete_functions() (tracing_count still counts them). Runs
-        in whichever thread drops the object, maybe one in the middle of _keep (a garbage
-        collection there): then _keep's end does it, with the lists consistent again."""
-        self._dead.append(key)
-        with self._lock:
-            if not self._publishing:
-                self._drain_evictions()
-
-    def _drain_evictions(self):
-        while self._dead:
-            self._evict_now(self._dead.pop())
-
-    def _evict_now(self, key):
-        cf = self._cache.pop(key, None)
-        for k in [k for k, v in self._cache.items() if v is cf]:
-            del self._cache[k]
-        keep = [i for i, c in enumerate(self._concrete) if c is not cf]
-        self._concrete = [self._concrete[i] for i in keep]
-        self._keys = [self._keys[i] for i in keep]
-        self._general = [(k, c) for k, c in self._general if c is not cf]
-        # fingerprints never hold objects keyed by identity, but a stale entry must not
-        # outlive its trace whatever the reason: swapped whole, as other threads read them
-        self._fast = {k: c for k, c in self._fast.items() if c is not cf}
-        self._entries = {}
-        self._entry = None
-        if self._hot[1] is cf:
-            self._hot = (None, None, False)
 
     def _trace(self, key, values):
         """Trace, applying the create-variables-once rule (a second trace checks it)."""
