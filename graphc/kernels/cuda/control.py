@@ -1,8 +1,14 @@
-"""cond / while on the device: the predicate is copied to the host to branch (one sync per
+"""The device steps that are not kernels.
+
+cond / while: the predicate is copied to the host to branch (one sync per
 cond, one per loop iteration: the price of data-dependent control flow on a GPU), and the
 branch, condition and body graphs run as nested device plans, so loop variables stay on
 the device between iterations.
+
+Variables: reads and updates act on the variable's device copy (`device.variable_on_device`).
 """
+from ...runtime.registry import REGISTRY
+from ...runtime.variables import _check_shape
 from . import backend as _b
 
 
@@ -45,3 +51,37 @@ def _truth(plan, pred):
     if plan.dev.is_device(pred):
         pred = plan.dev.to_host(pred)      # the per-iteration sync
     return bool(pred)
+
+
+# -- variables on the device ---------------------------------------------------------------
+
+def _read_step(plan, op, rec, env, ins, outs):
+    _b.STATS.add("device_ops")
+    env.put(outs[0], plan.dev.variable_on_device(env.host(ins[0])))
+
+
+def _assign_step(plan, op, rec, env, ins, outs):
+    var = env.host(ins[0])
+    value = env.device(ins[1])
+    _check_shape("assign", var, value)
+    _b.STATS.add("device_ops")
+    # a copy: the value may be a caller's array that it changes later
+    plan.dev.set_variable(var, plan.dev.device_copy(value))
+
+
+def _update_step(plan, op, rec, env, ins, outs):
+    from . import updates
+    var = env.host(ins[0])
+    name = "add" if op.type == "assign_add_variable" else "subtract"
+    if not updates.runs_on_device(var.dtype.np):
+        rec.why = f"{var.dtype.name} variables update on the host (numpy's rules)"
+        return plan._fallback(env, REGISTRY[op.type].numpy, ins, outs, op)
+    value = env.device(ins[1])
+    _check_shape(op.type.replace("_variable", ""), var, value)
+    current = plan.dev.variable_on_device(var)
+    _b.STATS.add("device_ops")
+    plan.dev.set_variable(var, updates.combine(current, value, name))
+
+
+VARIABLE_STEPS = {"read_variable": _read_step, "assign_variable": _assign_step,
+                  "assign_add_variable": _update_step, "assign_sub_variable": _update_step}
