@@ -20,10 +20,10 @@ class AddKernel:
     def __init__(self, group):
         self.group = group
 
-    def __call__(self, inputs):
+    def __call__(self, inputs, alloc=None):
         from graphc.kernels.cuda import updates
         a, b = inputs
-        return [updates.combine(a, b, "add")]
+        return [updates.combine(a, b, "add")]     # a new array (alloc is the plan's pool)
 
     def describe(self):
         return "test add kernel (grid-stride)"

@@ -92,7 +92,7 @@ def test_kernel_error_is_located(add_lowered, monkeypatch):
     from graphc.kernels.cuda import lowering
 
     class Broken:
-        def __call__(self, inputs):
+        def __call__(self, inputs, alloc=None):
             raise RuntimeError("launch failed")
     monkeypatch.setattr(lowering, "lower_group", lambda g: Broken())
 

@@ -24,6 +24,7 @@ from ..fusion import fuse
 from ..planning import optimized
 from . import availability
 from .env import Env
+from .memory import CallMemory, Pool, limit
 from .records import STATS, Record, describe, kernel_text  # noqa: F401 - describe: public here
 
 VIEW_OPS = ("reshape", "expand_dims", "squeeze")
@@ -75,10 +76,13 @@ class Plan:
                     continue
                 self._op_step(op, index, why)
         self.out_idx = tuple(index[id(v)] for v in self.graph.outputs)
-        dead = last_uses([(None, s[2], s[3], None) for s in self.steps], self.n_in,
+        # inputs die at their last use too: one uploaded from the host is a pooled buffer
+        dead = last_uses([(None, s[2], s[3], None) for s in self.steps], 0,
                          set(self.out_idx))
         self.steps = [s + (d,) for s, d in zip(self.steps, dead)]
         self.n_slots = len(index)
+        self.escapes = frozenset() if nested else frozenset(self.out_idx)
+        self.pool = Pool()      # nested plans use their top-level call's
 
     def _add(self, fn, needs, ins, outs, op, rec):
         self.steps.append((fn, needs, ins, outs, op, rec))
@@ -114,9 +118,9 @@ class Plan:
 
     # -- step kinds ("mixed" steps get the Env and fetch their inputs themselves) --------
     def _kernel_step(self, kernel, group):
-        def run(*inputs):
+        def run(inputs, alloc):
             STATS.add("kernels")
-            return kernel(list(inputs))
+            return kernel(inputs, alloc=alloc)
         return run
 
     def _matmul_step(self, op, rule, rec):
@@ -125,7 +129,7 @@ class Plan:
         def run(env, ins, outs):
             a, b = env.device(ins[0]), env.device(ins[1])
             try:
-                r = lowering.matmul(a, b, **op.attrs)
+                r = lowering.matmul(a, b, alloc=env.allocator(outs), **op.attrs)
             except NotImplementedError as e:
                 rec.path, rec.why = "fallback", f"lowering.matmul: {e}"
                 return self._fallback(env, rule, ins, outs, op)
@@ -145,7 +149,7 @@ class Plan:
                            "last run: its input was not contiguous")
                 return self._fallback(env, rule, ins, outs, op)
             STATS.add("views")
-            env.put(outs[0], v)
+            env.put_view(outs[0], v, d)
         return run
 
     def _fallback(self, env, rule, ins, outs, op):
@@ -170,15 +174,22 @@ class Plan:
                     d = self.const_dev[slot] = self.dev.to_device(self.consts[slot])
         return d
 
-    def __call__(self, args):
-        env = Env(self, args)
+    def __call__(self, args, mem=None):
+        """The results: device arrays (a top-level plan), or wherever they are (a nested
+        plan called with its caller's `mem`: each result holds a reference in `mem` that
+        the caller drops once it has put it in its own slots)."""
+        top = mem is None
+        if top:
+            limit()                         # a bad GRAPHC_CUDA_POOL_BYTES fails here
+            mem = CallMemory(self.pool)     # an error drops it: nothing goes back
+        env = Env(self, args, mem)
         for fn, needs, ins, outs, op, rec, dead in self.steps:
             rec.runs += 1
             if needs == "host":
                 self._fallback(env, fn, ins, outs, op)
             elif needs == "device":
                 try:
-                    r = fn(*[env.device(i) for i in ins])
+                    r = fn([env.device(i) for i in ins], env.allocator(outs))
                 except Exception as e:  # noqa: BLE001 - re-raised with the op and user line
                     err = located(op, e, env.shapes(ins))
                     if err is None:
@@ -197,8 +208,15 @@ class Plan:
             for d in dead:
                 env.drop(d)
         if self.nested:
-            return [env.any(i) for i in self.out_idx]
-        return [env.device(i) for i in self.out_idx]
+            results = [env.any(i) for i in self.out_idx]
+        else:
+            results = [env.device(i) for i in self.out_idx]
+        for x in results:
+            (mem.escape if top else mem.ref)(x)    # top: they leave the call
+        env.drop_all()
+        if top:
+            mem.finish()
+        return results
 
 
 def _is_constant_only(ops):

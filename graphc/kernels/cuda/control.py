@@ -3,7 +3,8 @@
 cond / while: the predicate is copied to the host to branch (one sync per
 cond, one per loop iteration: the price of data-dependent control flow on a GPU), and the
 branch, condition and body graphs run as nested device plans, so loop variables stay on
-the device between iterations.
+the device between iterations. Nested plans run with their caller's CallMemory, so one
+iteration's buffers are the next one's (memory.py).
 
 Variables: reads and updates act on the variable's device copy (`device.variable_on_device`).
 """
@@ -24,23 +25,40 @@ def control_step(plan, op, rec):
         pred = env.host(ins[0])         # the sync
         branch = op.attrs["true_branch"] if pred else op.attrs["false_branch"]
         _b.STATS.add("device_ops")
-        env.put_all(outs, _single(_b.compile_plan(branch, nested=True)(
-            [env.any(i) for i in ins[1:]])))
+        results = _b.compile_plan(branch, nested=True)([env.any(i) for i in ins[1:]], env.mem)
+        env.put_all(outs, _single(results))
+        _release(env.mem, results)      # now held by this plan's slots
 
     def run_while(env, ins, outs):
-        n = op.attrs["n_vars"]
+        n, mem = op.attrs["n_vars"], env.mem
         cond = _b.compile_plan(op.attrs["cond"], nested=True)
         body = _b.compile_plan(op.attrs["body"], nested=True)
         values = [env.any(i) for i in ins]
         loop_vars, caps = values[:n], values[n:]
+        owned = False                   # loop_vars hold references once a body made them
         _b.STATS.add("device_ops")
-        while _truth(plan, cond(loop_vars + caps)[0]):
-            loop_vars = body(loop_vars + caps)
+        while True:
+            pred = cond(loop_vars + caps, mem)
+            go = _truth(plan, pred[0])
+            _release(mem, pred)
+            if not go:
+                break
+            new = body(loop_vars + caps, mem)
+            if owned:
+                _release(mem, loop_vars)    # the last iteration's buffers go back
+            loop_vars, owned = new, True
         env.put_all(outs, _single(loop_vars))
+        if owned:
+            _release(mem, loop_vars)
 
     run = run_cond if op.type == "cond" else run_while
     run.nested_plans = nested
     return run
+
+
+def _release(mem, values):
+    for x in values:
+        mem.unref(x)
 
 
 def _single(out):

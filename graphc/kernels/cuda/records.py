@@ -9,9 +9,10 @@ from . import availability
 class Stats:
     """What ran where, process-wide: `kernels` (group kernels and matmuls launched),
     `fallbacks` (ops run by their numpy rule), `views`, `device_ops` (variable reads and
-    updates, control flow on the device)."""
+    updates, control flow on the device), `allocations` (new device arrays) and `reuses`
+    (buffers checked out of a plan's pool instead)."""
 
-    FIELDS = ("kernels", "fallbacks", "views", "device_ops")
+    FIELDS = ("kernels", "fallbacks", "views", "device_ops", "allocations", "reuses")
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -61,7 +62,18 @@ def describe(graph):
     lines.append(f"  constants: {len(plan.consts)} (uploaded once per plan, on first use)")
     t = plan.dev.TRANSFERS
     lines.append(f"  host<->device copies this process: {t.h2d} to device, {t.d2h} to host")
+    lines.append(_pool_line(plan))
     return "\n".join(lines)
+
+
+def _pool_line(plan):
+    from . import memory
+    n, size = plan.pool.idle()
+    s = STATS.snapshot()
+    return (f"  buffer pool: {n} idle buffer(s), {size} bytes kept for the next call's "
+            f"intermediates (all pools: {memory.idle_bytes()} of at most {memory.limit()} "
+            f"bytes, GRAPHC_CUDA_POOL_BYTES); this process: {s['allocations']} device "
+            f"allocations, {s['reuses']} reuses")
 
 
 def _plan_lines(plan, pad):
