@@ -25,7 +25,7 @@ from ..planning import optimized
 from . import availability
 from .env import Env
 from .memory import CallMemory, Pool, limit
-from .records import STATS, Record, describe, kernel_text  # noqa: F401 - describe: public here
+from .records import STATS, Record, cpu_loop_why, describe, kernel_text  # noqa: F401 - describe
 
 VIEW_OPS = ("reshape", "expand_dims", "squeeze")
 VAR_OPS = ("read_variable", "assign_variable", "assign_add_variable", "assign_sub_variable")
@@ -107,10 +107,15 @@ class Plan:
             self._add(partial(VARIABLE_STEPS[op.type], self, op, rec), "mixed", ins, outs,
                       op, rec)
         elif op.type in ("cond", "while"):
-            from .control import control_step
+            from .control import control_step, cpu_loop_step, scalar_loop
+            runner, not_cpu = (None, "") if self.nested else scalar_loop(op)
+            if runner is not None:
+                rec = Record(what, "cpu loop kernel", partial(cpu_loop_why, runner))
+                self._add(cpu_loop_step(runner), "mixed", ins, outs, op, rec)
+                return
             rec = Record(what, "device", "predicate copied to the host to branch "
                          + ("(once)" if op.type == "cond" else "(each iteration)")
-                         + "; bodies run as nested device plans")
+                         + "; bodies run as nested device plans" + not_cpu)
             self._add(control_step(self, op, rec), "mixed", ins, outs, op, rec)
         else:
             why = _fallback_reason(op, group_why)

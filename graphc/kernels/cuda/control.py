@@ -6,9 +6,16 @@ branch, condition and body graphs run as nested device plans, so loop variables 
 the device between iterations. Nested plans run with their caller's CallMemory, so one
 iteration's buffers are the next one's (memory.py).
 
+A top-level cond/while whose inputs and outputs are all scalars runs on the CPU tier
+instead: the numba CPU backend's loop kernel (kernels/cpu/loops.lower) on host copies of
+its inputs -- a copy per input instead of a sync per iteration.
+
 Variables: reads and updates act on the variable's device copy (`device.variable_on_device`).
 """
+import numpy as np
+
 from ...runtime.registry import REGISTRY
+from ...runtime.types import TensorType
 from ...runtime.variables import _check_shape
 from . import backend as _b
 
@@ -53,6 +60,29 @@ def control_step(plan, op, rec):
 
     run = run_cond if op.type == "cond" else run_while
     run.nested_plans = nested
+    return run
+
+
+def scalar_loop(op):
+    """(a kernels.cpu LoopRunner for `op`, "") when its inputs and outputs are all scalars
+    and the CPU loop kernel takes it; else (None, why not, for describe(), or "")."""
+    if not all(isinstance(v.type, TensorType) and v.type.shape == ()
+               for v in list(op.inputs) + list(op.outputs)):
+        return None, ""
+    from ..cpu import loops
+    try:
+        return loops.lower(op), ""
+    except loops.NotLowerable as e:
+        return None, f" (all scalars, but the CPU loop kernel cannot run it: {e})"
+
+
+def cpu_loop_step(runner):
+    def run(env, ins, outs):
+        values = [env.host(i) for i in ins]
+        r = runner(*[v if isinstance(v, (np.ndarray, np.generic)) else np.asarray(v)
+                     for v in values])
+        _b.STATS.add("cpu_loops")
+        env.put_all(outs, r)
     return run
 
 

@@ -9,10 +9,12 @@ from . import availability
 class Stats:
     """What ran where, process-wide: `kernels` (group kernels and matmuls launched),
     `fallbacks` (ops run by their numpy rule), `views`, `device_ops` (variable reads and
-    updates, control flow on the device), `allocations` (new device arrays) and `reuses`
-    (buffers checked out of a plan's pool instead)."""
+    updates, control flow on the device), `cpu_loops` (scalar-only cond/while run by the
+    numba CPU loop kernel), `allocations` (new device arrays) and `reuses` (buffers
+    checked out of a plan's pool instead)."""
 
-    FIELDS = ("kernels", "fallbacks", "views", "device_ops", "allocations", "reuses")
+    FIELDS = ("kernels", "fallbacks", "views", "device_ops", "cpu_loops", "allocations",
+              "reuses")
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -40,6 +42,17 @@ class Record:
         why = self.why() if callable(self.why) else self.why     # a kernel's: its last run
         why = f": {why}" if why else ""
         return f"{self.what}: {self.path}{why} [ran {self.runs}x]"
+
+
+def cpu_loop_why(runner):
+    if runner.fn is not None:
+        state = "compiled"
+    elif runner.error is not None:
+        state = f"its numpy rule runs ({runner.error})"
+    else:
+        state = "interpreted until it has run long enough to be worth compiling"
+    return ("all its inputs and outputs are scalars: the numba CPU loop kernel runs it on "
+            f"host copies (one copy per input, no sync per iteration); {state}")
 
 
 def kernel_text(kernel):
