@@ -11,6 +11,8 @@ step (or the function's result) needs them. `describe(graph)` (records.py) says 
 path each op took and why; `STATS` counts them.
 
 Slots (env.py) hold a value on the device, on the host, or both (a copy made once per call).
+Intermediate device buffers come from the plan's pool and go back at their last use; the
+results are new arrays (memory.py).
 The control-flow and variable steps live in control.py.
 """
 import threading
