@@ -187,8 +187,8 @@ def test_an_error_inside_a_loop_body_then_good_calls():
                                    rtol=1e-12)
 
 
-def test_reuse_off_allocates_every_intermediate(monkeypatch):
-    monkeypatch.setenv("GRAPHC_CUDA_POOL_BYTES", "0")
+def test_reuse_off_allocates_every_intermediate(pool_bytes):
+    pool_bytes("0")
     f = gc.function(mm_softmax, backend="cuda")
     f(np.ones((3, 4)), np.ones((4, 5)))
     a, b = RNG.standard_normal((3, 4)), RNG.standard_normal((4, 5))
@@ -200,8 +200,8 @@ def test_reuse_off_allocates_every_intermediate(monkeypatch):
 
 
 @pytest.mark.parametrize("text", ["lots", "-1", "1.5"])
-def test_a_bad_pool_bound_is_a_clear_error_at_the_call(monkeypatch, text):
-    monkeypatch.setenv("GRAPHC_CUDA_POOL_BYTES", text)
+def test_a_bad_pool_bound_is_a_clear_error_at_the_call(pool_bytes, text):
+    pool_bytes(text)
     f = gc.function(lambda x: x * 2.0, backend="cuda")
     with pytest.raises(ValueError, match=r"GRAPHC_CUDA_POOL_BYTES=.*whole number >= 0"):
         f(np.ones(2))

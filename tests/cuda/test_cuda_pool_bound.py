@@ -10,7 +10,7 @@ from cuda_helpers import CudaRuns
 
 
 @pytest.fixture
-def pool(monkeypatch):
+def pool():
     memory.trim_all()           # other tests' pools hold idle bytes: start from none
     return memory.Pool()
 
@@ -27,8 +27,8 @@ def test_a_buffer_comes_back_only_for_its_shape_and_dtype(pool):
     assert pool.idle() == (0, 0)
 
 
-def test_idle_bytes_stay_within_the_bound(pool, monkeypatch):
-    monkeypatch.setenv("GRAPHC_CUDA_POOL_BYTES", "200")
+def test_idle_bytes_stay_within_the_bound(pool, pool_bytes):
+    pool_bytes("200")
     bufs = [cuda.device_array(10, np.float64) for _ in range(3)]    # 80 bytes each
     for b in bufs:
         pool.give(b)
@@ -36,8 +36,8 @@ def test_idle_bytes_stay_within_the_bound(pool, monkeypatch):
     assert pool.take((10,), np.float64) is bufs[1]                   # last returned first
 
 
-def test_a_new_shape_evicts_idle_buffers_of_other_shapes(pool, monkeypatch):
-    monkeypatch.setenv("GRAPHC_CUDA_POOL_BYTES", "160")
+def test_a_new_shape_evicts_idle_buffers_of_other_shapes(pool, pool_bytes):
+    pool_bytes("160")
     for _ in range(2):
         pool.give(cuda.device_array(10, np.float64))
     big = cuda.device_array(15, np.float64)                          # 120 bytes

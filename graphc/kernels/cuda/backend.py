@@ -218,11 +218,14 @@ class Plan:
             results = [env.any(i) for i in self.out_idx]
         else:
             results = [env.device(i) for i in self.out_idx]
-        for x in results:
-            (mem.escape if top else mem.ref)(x)    # top: they leave the call
-        env.drop_all()
-        if top:
+        if top:                 # the results leave the call; every other buffer goes back
+            for x in results:
+                mem.escape(x)
             mem.finish()
+        else:                   # each result holds a reference for the caller
+            for x in results:
+                mem.ref(x)
+            env.drop_all()
         return results
 
 

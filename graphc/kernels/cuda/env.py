@@ -96,5 +96,6 @@ class Env:
         self.d[i] = self.h[i] = None
 
     def drop_all(self):
-        for i in range(len(self.d)):
-            self.drop(i)
+        if self.mem.holds_any():
+            for i in range(len(self.d)):
+                self.drop(i)
