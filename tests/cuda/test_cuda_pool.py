@@ -87,6 +87,17 @@ def test_while_loop_state_reuses_buffers_across_iterations():
           5, allocations=1)
 
 
+def test_loop_state_passed_through_the_body_keeps_its_buffer():
+    def fib(x, y, n):
+        i = gc.constant(0)
+        while i < n:
+            x, y = y, x + y         # x: the last iteration's y, the same buffer
+            i += 1
+        return x, y
+    calls(fib, lambda: (RNG.standard_normal(4), RNG.standard_normal(4),
+                        np.int32(RNG.integers(0, 6))), 6)
+
+
 def test_cond_branches_reuse_buffers():
     flags = iter([True, False] * 4)         # each branch uploads its constant on its first run
     calls(branchy, lambda: (RNG.standard_normal((3, 3)), np.bool_(next(flags))),
