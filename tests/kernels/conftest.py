@@ -24,9 +24,9 @@ def kernel_env(tmp_path_factory):
 def all_cores_free(monkeypatch):
     """Parallel regions run whatever the machine's load (kernels/cores.py says 2 free), on
     numba's own thread count, even on a 1-core machine."""
-    from graphc.kernels.cpu import cores, groups, launch
+    from graphc.kernels.cpu import cores, kernel, launch
     monkeypatch.setattr(cores, "free_cores", lambda: 2)
     monkeypatch.setattr(launch.numba.config, "NUMBA_NUM_THREADS",
                         max(2, launch.numba.config.NUMBA_NUM_THREADS))
     monkeypatch.setattr(launch, "enter", lambda threads: None)
-    monkeypatch.setattr(groups, "enter", lambda threads: None)
+    monkeypatch.setattr(kernel, "enter", lambda threads: None)

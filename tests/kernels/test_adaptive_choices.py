@@ -6,6 +6,7 @@ import pytest
 
 import graphc as gc
 from graphc.kernels.cpu import adaptive, cores, groups, launch
+from graphc.kernels.cpu import kernel as cpu_kernel
 from graphc.kernels import cache
 from graphc.kernels.stats import COUNTS
 
@@ -40,10 +41,10 @@ class Machine:
         monkeypatch.setattr(launch.numba.config, "NUMBA_NUM_THREADS",
                             max(2, launch.numba.config.NUMBA_NUM_THREADS))
         monkeypatch.setattr(launch, "enter", lambda threads: None)
-        monkeypatch.setattr(groups, "enter", lambda threads: None)
+        monkeypatch.setattr(cpu_kernel, "enter", lambda threads: None)
         monkeypatch.setenv("GRAPHC_NUMBA_MIN_SIZE", "0")
         monkeypatch.setattr(groups, "PAR_MIN", 0)
-        monkeypatch.setattr(groups, "_KERNELS", {})     # kernels of this test's own
+        monkeypatch.setattr(cpu_kernel, "_KERNELS", {})     # kernels of this test's own
         real_get = groups.get_kernel
 
         wrapped = set()

@@ -6,6 +6,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import graphc as gc
 from graphc.kernels.cpu import codegen, groups, output_pool
+from graphc.kernels.cpu import kernel as cpu_kernel
 from graphc.kernels.cpu.codegen_columns import BLOCK
 from graphc.kernels.cpu.backend import compile_plan
 from graphc.kernels.stats import COUNTS
@@ -79,7 +80,7 @@ def _small_runner(monkeypatch, tmp_path, compile_after):
     monkeypatch.setenv("GRAPHC_NUMBA_MIN_SIZE", str(1 << 20))   # every test shape is small
     monkeypatch.setenv("GRAPHC_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(groups, "COMPILE_AFTER", compile_after)
-    groups._KERNELS.clear()          # kernels loaded from another test's cache directory
+    cpu_kernel._KERNELS.clear()          # kernels loaded from another test's cache directory
     fn = gc.function(lambda a: gc.reduce_sum(gc.exp(a) * 0.5 + a, axis=1), backend="numba")
     x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
     return fn, x, lambda: compile_plan(fn.get_concrete_function(x).graph).groups[0]
@@ -105,7 +106,7 @@ def test_small_group_whose_kernel_is_on_disk_uses_it_at_once(monkeypatch, tmp_pa
     fn(x)
     fn(x)
     assert runner().used
-    groups._KERNELS.clear()                               # as in a new process
+    cpu_kernel._KERNELS.clear()                               # as in a new process
     monkeypatch.setattr(groups, "COMPILE_AFTER", float("inf"))
     fn2 = gc.function(lambda a: gc.reduce_sum(gc.exp(a) * 0.5 + a, axis=1), backend="numba")
     before = COUNTS.kernel_calls
@@ -173,7 +174,7 @@ def test_column_sweeps_compile_to_packed_adds(monkeypatch, tmp_path):
     g = rng.standard_normal((16, 300)).astype(np.float32)
     fn = lambda m, a: [gc.where(m, a, 0.0), gc.reduce_sum(gc.where(m, a, 0.0), axis=0)]  # noqa: E731
     agree(fn, g > 0, g)
-    kernels = [k for k in groups._KERNELS.values()
+    kernels = [k for k in cpu_kernel._KERNELS.values()
                if k.serial is not None and "for blk in range(" in k.source and "where" in k.source]
     assert kernels
     asm = "\n".join(a for k in kernels for a in k.serial.inspect_asm().values())

@@ -12,6 +12,7 @@ import graphc as gc
 from graphc.errors import InvalidArgumentError
 from graphc.kernels import cache
 from graphc.kernels.cpu import backend as cpu, groups
+from graphc.kernels.cpu import kernel as cpu_kernel
 from graphc.kernels.stats import COUNTS
 from graphc.runtime.backends import get_backend
 
@@ -52,8 +53,8 @@ def test_new_batch_size_reuses_the_kernel_without_compiling(monkeypatch):
     f(np.ones((3, 4), np.float32))
     before = dict(cache.STATS)
     built = []
-    real = groups._Kernel.load
-    monkeypatch.setattr(groups._Kernel, "load", lambda self: (built.append(self), real(self)))
+    real = cpu_kernel.Kernel.load
+    monkeypatch.setattr(cpu_kernel.Kernel, "load", lambda self: (built.append(self), real(self)))
     y = f(np.ones((9, 4), np.float32))          # a retrace for a new batch size
     assert f.tracing_count == 2 and not built and cache.STATS == before
     np.testing.assert_allclose(y.numpy(), np.exp(2.0) - 1, rtol=1e-6)
@@ -92,7 +93,7 @@ def _only_kernel(f, *args):
 
 def _forget_loaded_kernels(kernel):
     """As in a new process: the kernel module is imported again (numba reads its cache)."""
-    groups._KERNELS.clear()
+    cpu_kernel._KERNELS.clear()
     sys.modules.pop("graphc_kernels_" + pathlib.Path(cache._module_path(kernel.key)).stem, None)
 
 
@@ -195,7 +196,7 @@ def test_measured_choice_is_recorded_persisted_and_described(monkeypatch, kernel
 def test_describe_lists_groups_sources_and_cache(monkeypatch):
     # kernels are shared by every graph in the process, and a kernel's source names the
     # lines of the graph that built it: start from none, so this graph builds its own
-    monkeypatch.setattr(groups, "_KERNELS", {})
+    monkeypatch.setattr(cpu_kernel, "_KERNELS", {})
     x = np.ones((4, 6), np.float32)
     f = gc.function(lambda v: gc.nn.softmax(v * 2.0), backend="numba")
     f(x)
@@ -207,7 +208,7 @@ def test_describe_lists_groups_sources_and_cache(monkeypatch):
 
 def test_debug_level_3_prints_kernel_source(monkeypatch, capsys):
     monkeypatch.setenv("GRAPHC_DEBUG", "3")
-    groups._KERNELS.clear()
+    cpu_kernel._KERNELS.clear()
     gc.function(lambda v: gc.abs(v * 5.0) - v, backend="numba")(np.ones(5, np.float32))
     err = capsys.readouterr().err
     assert "// graphc kernel for group_0" in err and "abs(" in err and "test_cpu_backend.py:" in err
@@ -329,7 +330,7 @@ def test_identical_groups_share_one_cache_entry():
     y = np.ones((2, 3), np.float32)
     gc.function(lambda v: gc.exp(v * 3.0) + v, backend="numba")(y)
     rebuilt = cache.STATS["rebuilt"]
-    groups._KERNELS.clear()
+    cpu_kernel._KERNELS.clear()
     f = gc.function(lambda u, v: [gc.sqrt(u * 2.0) + 1.0, gc.exp(v * 3.0) + v], backend="numba")
     out = f(np.ones(5, np.float32), y)
     assert [r.group.name for r in _plan(f, np.ones(5, np.float32), y).groups] == \

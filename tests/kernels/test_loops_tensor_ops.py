@@ -193,3 +193,24 @@ def test_gather_out_of_range_raises_the_reference_error():
     assert runner.fn is not None and runner.error is None
     with pytest.raises(InvalidArgumentError, match="gather: index 3 is out of range"):
         f(v, np.array([1, 3, 0], np.int32))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_integer_reductions_start_from_the_dtype_extremes(dtype):
+    """The accumulators of integer max/min start at the dtype's minimum/maximum (the int64
+    minimum included) and sums/products wrap as numpy's do."""
+    info = np.iinfo(dtype)
+
+    def f(x):
+        top = gc.reduce_max(x, axis=0)
+        low = gc.reduce_min(x, axis=0)
+        tot = gc.reduce_sum(x, axis=0)
+        prod = gc.reduce_prod(x, axis=0)
+        for _ in gc.range(2):
+            top = gc.maximum(top, gc.reduce_max(x, axis=0))
+            low = gc.minimum(low, gc.reduce_min(x, axis=0))
+            tot = tot + gc.reduce_sum(x, axis=0)
+            prod = prod * gc.reduce_prod(x, axis=0)
+        return top, low, tot, prod
+    x = np.array([[info.min, info.max, 3], [info.min, info.max - 1, -7]], dtype)
+    agree(f, x)

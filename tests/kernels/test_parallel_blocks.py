@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from graphc.kernels.cpu import groups
+from graphc.kernels.cpu import kernel as cpu_kernel
 from graphc.kernels.cpu.codegen_parallel import (ALL, RANGE_TYPES, arg_types, run_blocks,
                                              serial_address)
 from graphc.kernels.cpu.launch import PARALLEL, enter
@@ -83,12 +84,12 @@ def test_a_kernels_parallel_variant_uses_its_serial_machine_code(monkeypatch, al
     import graphc as gc
     monkeypatch.setenv("GRAPHC_KERNEL_CHOICE", "kernel")     # forced: the parallel variant
     monkeypatch.setattr(groups, "PAR_MIN", 0)
-    monkeypatch.setattr(groups, "_KERNELS", {})
+    monkeypatch.setattr(cpu_kernel, "_KERNELS", {})
     x = np.random.default_rng(1).standard_normal((300, 70)).astype(np.float32)
     f = gc.function(lambda a: gc.exp(a - gc.reduce_max(a, axis=-1, keepdims=True)) * 2.0,
                     backend="numba")
     want = np.exp(x - x.max(axis=-1, keepdims=True)) * np.float32(2.0)
     np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-6)
-    (kern,) = groups._KERNELS.values()
+    (kern,) = cpu_kernel._KERNELS.values()
     assert kern.parallel.signatures and kern.serial.signatures
     assert kern.addresses               # the parallel variant ran the serial's machine code

@@ -11,6 +11,7 @@ import pytest
 import graphc as gc
 from graphc.cli.graph import backend_report
 from graphc.kernels.cpu import groups, groups_tier, loops
+from graphc.kernels.cpu import kernel as cpu_kernel
 from graphc.kernels import tiers
 from graphc.kernels.cpu.backend import compile_plan, describe
 from graphc.kernels.stats import COUNTS
@@ -24,7 +25,7 @@ def background(monkeypatch, tmp_path, numba_forced):
     on `gate` (an Event) until the test sets it."""
     monkeypatch.setenv("GRAPHC_COMPILE", "background")
     monkeypatch.setenv("GRAPHC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(groups, "_KERNELS", {})
+    monkeypatch.setattr(cpu_kernel, "_KERNELS", {})
     monkeypatch.setattr(groups_tier, "_COMPILING", {})
     gate = threading.Event()
     monkeypatch.setitem(tiers.GATE, "event", gate)
@@ -124,7 +125,7 @@ def test_a_kernel_on_disk_runs_on_the_first_call_of_a_new_process(background, mo
     background.gate.set()
     assert tiers.wait_all(120)
     f(x)                                            # switches, measures nothing (forced)
-    monkeypatch.setattr(groups, "_KERNELS", {})     # as in a new process, same disk cache
+    monkeypatch.setattr(cpu_kernel, "_KERNELS", {})     # as in a new process, same disk cache
     monkeypatch.setattr(groups_tier, "_COMPILING", {})
     background.gate.clear()                         # a compile would now wait forever
     f2 = gc.function(fn, backend="numba")
@@ -139,7 +140,7 @@ def test_only_the_variants_the_decision_needs_are_compiled(background, all_cores
     f(small)
     background.gate.set()
     assert tiers.wait_all(120)
-    (kern,) = groups._KERNELS.values()
+    (kern,) = cpu_kernel._KERNELS.values()
     with background.expect(kernels=True):
         np.testing.assert_allclose(f(small).numpy(), small * 3.0 - 1.0)
     assert kern.serial.signatures and not kern.parallel.signatures   # prange never needed
@@ -190,7 +191,7 @@ def test_serial_variant_runs_while_the_prange_one_compiles_for_the_choice(backgr
     (first,) = [j for k, j in lay.jobs.items() if isinstance(k, tuple)]
     background.gate.set()
     assert first.done.wait(120) and first.state == "ready", first.error
-    (kern,) = groups._KERNELS.values()
+    (kern,) = cpu_kernel._KERNELS.values()
     with background.expect(kernels=True):
         np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)
     assert kern.serial.signatures and not kern.parallel.signatures
@@ -304,7 +305,7 @@ def _one_free_core_then_more(monkeypatch):
     monkeypatch.setattr(launch.numba.config, "NUMBA_NUM_THREADS",
                         max(2, launch.numba.config.NUMBA_NUM_THREADS))
     monkeypatch.setattr(launch, "enter", lambda threads: None)
-    monkeypatch.setattr(groups, "enter", lambda threads: None)
+    monkeypatch.setattr(cpu_kernel, "enter", lambda threads: None)
     monkeypatch.setattr(groups, "PAR_MIN", 0)
     monkeypatch.setattr(adaptive, "SAMPLE_EVERY", 1)
     monkeypatch.setenv("GRAPHC_KERNEL_CHOICE", "measure")
@@ -328,7 +329,7 @@ def test_a_remeasure_needing_an_uncompiled_variant_compiles_it_in_the_background
     runner = _runner(f, x)
     (decision,) = runner.decisions.values()
     assert decision["free"] == 1 and "parallel_s" not in decision
-    (kern,) = groups._KERNELS.values()
+    (kern,) = cpu_kernel._KERNELS.values()
     assert kern.serial.signatures and not kern.parallel.signatures
 
     background.gate.clear()                     # the prange compile now waits on the test
@@ -361,7 +362,7 @@ def test_a_remeasure_in_sync_mode_compiles_the_new_variant_on_the_call(backgroun
     want = np.exp(x * 0.5) - x
     f = gc.function(lambda v: gc.exp(v * 0.5) - v, backend="numba")
     np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)
-    (kern,) = groups._KERNELS.values()
+    (kern,) = cpu_kernel._KERNELS.values()
     assert not kern.parallel.signatures
     free["n"] = 2
     for _ in range(adaptive.KEEP):              # the gate is held: nothing waits on it

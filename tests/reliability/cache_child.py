@@ -103,13 +103,13 @@ def main():
 
         import graphc as gc
         from graphc.kernels import cache
-        from graphc.kernels.cpu import groups
+        from graphc.kernels.cpu import kernel as cpu_kernel
         from graphc.kernels.stats import COUNTS
         f = gc.function(eval(f"lambda x: {fn}", {"gc": gc}), backend="numba")  # noqa: S307
         x = np.linspace(0.25, 2.0, 5, dtype=np.float32)
         y = f(x).numpy()
         want = eval(f"lambda x: {fn}", {"gc": gc})(gc.constant(x)).numpy()  # noqa: S307
-    (kernel,) = groups._KERNELS.values()
+    (kernel,) = cpu_kernel._KERNELS.values()
     report = {
         "y": y.tolist(), "want": want.tolist(), "stats": cache.STATS,
         "kernel_calls": COUNTS.kernel_calls, "status": kernel.status, "error": kernel.error,

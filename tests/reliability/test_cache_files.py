@@ -16,7 +16,7 @@ import pytest
 
 import graphc as gc
 from graphc.kernels import cache, cache_trust
-from graphc.kernels.cpu import groups
+from graphc.kernels.cpu import kernel as cpu_kernel
 from graphc.kernels.cache_trust import KernelCacheWarning
 
 pytest.importorskip("numba")
@@ -31,7 +31,7 @@ def fresh(tmp_path, monkeypatch, numba_forced):
         monkeypatch.setattr(cache, "_ROOTS", {})
         monkeypatch.setitem(cache._state, "dir", None)
         monkeypatch.setitem(cache._state, "choices", None)
-        monkeypatch.setattr(groups, "_KERNELS", {})
+        monkeypatch.setattr(cpu_kernel, "_KERNELS", {})
     new_process()
     return types.SimpleNamespace(root=root, new_process=new_process, forced=numba_forced)
 
@@ -86,7 +86,7 @@ def test_untrusted_directory_level_is_never_used(fresh, tmp_path, level, fault):
     used = cache.cache_dir()
     assert not used.startswith(str(fresh.root)) and not os.stat(used).st_mode & 0o077
     assert os.path.isfile(os.path.join(used, "kernels", os.path.basename(
-        cache._module_path(next(iter(groups._KERNELS))))))
+        cache._module_path(next(iter(cpu_kernel._KERNELS))))))
 
 
 def test_root_may_be_a_symlink_to_a_directory_of_ours(fresh, tmp_path):
@@ -108,7 +108,7 @@ def test_no_cache_directory_at_all_is_not_an_error(fresh, monkeypatch):
 @pytest.mark.parametrize("kind", ["symlink", "fifo"])
 def test_module_file_that_is_not_a_regular_file_is_rebuilt(fresh, tmp_path, kind):
     run(fresh)
-    (key,) = groups._KERNELS
+    (key,) = cpu_kernel._KERNELS
     module = cache._module_path(key)
     copy = tmp_path / "copy.py"
     shutil.copy(module, copy)          # sealed by graphc, but not in the cache's own file
@@ -120,7 +120,7 @@ def test_module_file_that_is_not_a_regular_file_is_rebuilt(fresh, tmp_path, kind
     fresh.new_process()
     (warning,) = run(fresh)
     assert module in warning
-    assert not os.path.islink(module) and groups._KERNELS[key].status == "rebuilt"
+    assert not os.path.islink(module) and cpu_kernel._KERNELS[key].status == "rebuilt"
 
 
 # -- choices.json --------------------------------------------------------------------------
@@ -178,12 +178,12 @@ def test_failed_atomic_write_leaves_no_temporary_file(tmp_path, monkeypatch):
 
 
 def test_machine_code_that_cannot_be_saved_still_runs(fresh, monkeypatch):
-    real_load = groups._Kernel.load
+    real_load = cpu_kernel.Kernel.load
 
     def load_then_fill_disk(kernel):
         real_load(kernel)           # the module is written; numba's save then fails
         monkeypatch.setattr(cache_trust, "_write_all", _no_space)
-    monkeypatch.setattr(groups._Kernel, "load", load_then_fill_disk)
+    monkeypatch.setattr(cpu_kernel.Kernel, "load", load_then_fill_disk)
     (warning,) = run(fresh)
     assert "cannot write" in warning and str(fresh.root) in warning
     machine = fresh.root / "kernels" / "__pycache__"
@@ -216,7 +216,7 @@ def test_threads_loading_kernels_at_once_share_one_cache(fresh):
     assert errors == [] and not [w for w in caught if w.category is KernelCacheWarning]
     for k in range(4):
         np.testing.assert_allclose(results[k], ops[k][1](X * 0.5) - X, rtol=1e-6, atol=1e-7)
-    assert len(groups._KERNELS) == 4
-    for key, kernel in groups._KERNELS.items():
+    assert len(cpu_kernel._KERNELS) == 4
+    for key, kernel in cpu_kernel._KERNELS.items():
         payload, _ = cache._root().read(cache._module_path(key))
         assert payload is not None and kernel.status == "miss"

@@ -16,7 +16,8 @@ from . import blas, codegen, loops
 from .. import cache, tiers
 from ..fusion import fuse
 from ..planning import optimized
-from .groups import KERNEL_NAME, GroupRunner
+from .groups import GroupRunner
+from .kernel import KERNEL_NAME
 
 # How numba's OpenMP workers (libgomp) wait between parallel regions. Sleeping at once
 # (OMP_WAIT_POLICY=passive) made every region pay a wake-up: an empty prange loop took

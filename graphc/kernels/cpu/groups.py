@@ -1,19 +1,17 @@
 """Running one fused group: shapes, kernel lookup, kernel-vs-numpy choice, numpy fallback."""
 import os
-import sys
-import threading
 import time
 from functools import partial
 
 import numpy as np
 
-from ... import config
 from ...runtime.run_errors import is_located, located
-from . import adaptive, codegen, codegen_chunks, cores, groups_tier
+from . import adaptive, cores, groups_tier
 from .. import cache, tiers
 from ..planning import Layout, numpy_steps, plan_layout, run_numpy
-from .codegen_parallel import ALL, RANGE_TYPES, arg_types, serial_address
-from .launch import PARALLEL, enter, parallel_or_serial, region_threads
+from .codegen_parallel import ALL
+from .kernel import get_kernel
+from .launch import parallel_or_serial
 from .output_pool import OutputPool
 from ..stats import COUNTS
 
@@ -34,10 +32,6 @@ COMPILE_AFTER = 0.05
 # numpy calls 2.1x, docs/backends.md "Tiers"), so the kernel wins anyway.
 SEEN_MARGIN = 3.0
 
-_KERNELS = {}     # key -> _Kernel, shared by every graph in the process
-_KERNELS_LOCK = threading.Lock()   # the compile thread loads kernels too
-
-
 def min_size():
     v = os.environ.get("GRAPHC_NUMBA_MIN_SIZE")
     return int(v) if v else MIN_SIZE
@@ -46,106 +40,6 @@ def min_size():
 def choice_mode():
     """'measure' (default), or 'kernel' / 'numpy' to force one side (tests, debugging)."""
     return os.environ.get("GRAPHC_KERNEL_CHOICE", "measure")
-
-
-class _Kernel:
-    """A generated module's two entry points, its source and how it was obtained."""
-
-    def __init__(self, key, spec, source, label):
-        self.key, self.spec, self.source, self.label = key, spec, source, label
-        self.status = None
-        self.error = None
-        self.serial = self.parallel = None
-        self.fast = None        # (serial, parallel) fast-trig variants, if the group has trig
-        self.redone = 0         # calls where a trig argument missed the fast range
-        self.checked = False    # the fast variant checks per chunk: only chunks are redone
-        self.slow_chunks = 0    # ... and this many chunks took the whole-range path
-        self.addresses = {}     # (fast?, argument flags) -> a serial variant's machine code
-        self.serial_code = {}   # fast? -> the serial variant's numba dispatcher
-
-    def load(self):
-        mod, self.status = cache.load_module(self.key, self.source)
-        self.serial = getattr(mod, KERNEL_NAME)
-        self.parallel = getattr(mod, KERNEL_NAME + "_par")
-        if hasattr(mod, KERNEL_NAME + "_fast"):
-            self.fast = (getattr(mod, KERNEL_NAME + "_fast"),
-                         getattr(mod, KERNEL_NAME + "_fast_par"))
-            self.checked = getattr(mod, codegen_chunks.CHECKED_FLAG, False)
-            self.serial_code[True] = self.fast[0]
-        self.serial_code[False] = self.serial
-        if config.debug_level() >= 3:
-            print(f"// graphc kernel for {self.label} (cache {self.status}, key {self.key[:12]})\n"
-                  f"{self.source}", file=sys.stderr)
-
-    def run(self, par, args):
-        """Run the kernel; with fast trig, redo with the whole-range one if an argument missed
-        (every output is rewritten in full, so the redo leaves no trace of the fast try; a
-        chunked kernel's redo rewrites just the chunks the fast variant left)."""
-        if par:
-            threads = region_threads()      # the cores free now (launch.py)
-            if threads > 1:
-                with PARALLEL:              # one parallel region at a time
-                    enter(threads)
-                    return self._run(True, args)
-        return self._run(False, args)
-
-    def _run(self, par, args):
-        COUNTS.kernel_calls += 1
-        if self.fast is None:
-            self._variant(self.serial, self.parallel, par, args)
-            return
-        slow = self._variant(*self.fast, par, args, fast=True)
-        if slow:        # the whole-range variant compiles here the first time it is needed
-            if self.checked:
-                self.slow_chunks += slow        # it redoes only the chunks left
-            else:
-                self.redone += 1
-            self._variant(self.serial, self.parallel, par, args)
-
-    def _variant(self, serial, parallel, par, args, fast=False):
-        if par:
-            return parallel(*args, self.address(fast, args))
-        return serial(*args, 0, ALL)
-
-    def address(self, fast, args):
-        """The machine code of the serial (or fast serial) variant for these arguments'
-        numba types, which the parallel variant runs on blocks (codegen_parallel.py);
-        looked up by the arrays' flags (layout, writeable: what those types depend on
-        besides the kernel's fixed dtypes and ranks)."""
-        key = (fast, *[a.flags.num for a in args if type(a) is np.ndarray])
-        addr = self.addresses.get(key)
-        if addr is None:
-            addr = self.addresses[key] = serial_address(self.serial_code[fast],
-                                                        arg_types(args) + RANGE_TYPES)
-        return addr
-
-    def serial_call(self, *args):
-        return self.serial(*args, 0, ALL)
-
-    def parallel_call(self, *args):
-        return self.parallel(*args, self.address(False, args))
-
-
-# One fixed function name: the module text (and so its cache entry) depends only on the key,
-# not on which group of which graph asked for it first.
-KERNEL_NAME = "fused_kernel"
-
-
-def get_kernel(spec, label):
-    key = cache.kernel_key(spec.canonical())
-    k = _KERNELS.get(key)
-    if k is not None:
-        return k
-    with _KERNELS_LOCK:
-        k = _KERNELS.get(key)
-        if k is None:
-            k = _Kernel(key, spec, codegen.generate(spec, KERNEL_NAME), label)
-            try:
-                k.load()
-            except Exception as e:  # noqa: BLE001 - an unusable cache entry: numpy, not a crash
-                k.error = f"kernel module failed to load: {type(e).__name__}: {e}"
-            _KERNELS[key] = k
-    return k
 
 
 class _Layout(Layout):
@@ -173,7 +67,7 @@ class GroupRunner:
         self.layouts = {}
         self.decisions = {}   # (key, shape class) -> dict(choice=..., kernel_s=..., numpy_s=...)
         self.watches = {}     # (key, shape class) -> adaptive.Watch of a measured decision
-        self.used = {}        # key -> _Kernel, the kernels this group actually ran
+        self.used = {}        # key -> Kernel, the kernels this group actually ran
         self.fallbacks = []   # reasons the kernel was not used
         self.min_size = min_size()
         self.outputs = OutputPool()

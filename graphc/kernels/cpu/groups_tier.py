@@ -2,7 +2,7 @@
 their numba types, the compile thread's job, and the switch between calls."""
 from functools import partial
 
-from . import adaptive, cores, groups
+from . import adaptive, cores, groups, kernel
 
 from .. import cache, tiers
 from .codegen_parallel import ADDRESS_TYPE, RANGE_TYPES
@@ -21,8 +21,8 @@ def compiled(runner, lay, flat, arrays):
     spec = lay.flat_spec if flat else lay.spec
     if job is None:
         key = cache.kernel_key(spec.canonical())
-        loaded = groups._KERNELS.get(key)
-        with groups._KERNELS_LOCK:
+        loaded = kernel._KERNELS.get(key)
+        with kernel._KERNELS_LOCK:
             first, job = _COMPILING.get(key, (None, None))  # another layout asked first
             if job is None or job.state == "failed":
                 if loaded is not None or cache.has_module(key):
@@ -54,7 +54,7 @@ def compiled(runner, lay, flat, arrays):
     if job.state == "ready" and not job.result.error:
         return _has_needed(runner, job.result, lay, flat, arrays, spec)
     if job.state == "failed" and flat not in lay.ready:
-        kern = groups._KERNELS.get(cache.kernel_key(spec.canonical()))
+        kern = kernel._KERNELS.get(cache.kernel_key(spec.canonical()))
         error = f"kernel failed to compile (in the background): {job.error}"
         if kern is not None:
             kern.error = error

@@ -14,7 +14,7 @@ import numpy as np
 
 from ...runtime.registry import REGISTRY, ELEMENTWISE
 from ...runtime.types import TensorType
-from .codegen import int_op, np_name, statement
+from ..expr import identity, int_op, np_name, statement
 from ..fusion import SUPPORTED_DTYPES
 
 # Bigger values run faster as fused kernels and BLAS than as naive loop nests, and their
@@ -86,16 +86,8 @@ def _float_text(v):
 
 
 def _identity(kind, dtype):
-    t = np_name(dtype)
-    if kind in ("reduce_sum", "reduce_prod"):
-        return f"{t}({0 if kind == 'reduce_sum' else 1})"
-    if kind in ("reduce_all", "reduce_any"):
-        return "True" if kind == "reduce_all" else "False"
-    big = kind == "reduce_min"
-    if dtype.is_floating:
-        return f"{t}({'np.inf' if big else '-np.inf'})"
-    info = np.iinfo(dtype.np)
-    return f"{t}({int_text(info.max if big else info.min)})"
+    ident = identity(kind, dtype)
+    return ident if kind in ("reduce_all", "reduce_any") else f"{np_name(dtype)}({ident})"
 
 
 def _arith(kind, a, b, t):
