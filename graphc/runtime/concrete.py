@@ -133,23 +133,77 @@ class ConcreteFunction:
         self._run = _holding_variable_locks(run, graph)
         # `_call_leaves(leaves)`: the whole cached call after the arguments are encoded, one
         # closure swapped whole (other threads see the old one or the new one, never half)
-        call = _caller(self._run, self._captures, structure, self._device)
+        call = self._plan_call = _caller(self._run, self._captures, structure, self._device)
+        self._tail = None        # the settled plan as inline source (one compiled loop)
+        self._on_change = None   # told when _tail's source comes or goes (gc.function's entries)
         if getattr(run, "settled", None) is not None:
             call = self._settling(run, call)
         self._call_leaves = call
 
     def _settling(self, run, call):
         """For a backend whose runner is one call away from its final form (numba: the
-        plan is built on the first call): once it is, later calls go to it directly."""
+        plan is built on the first call): once it is, later calls go to it directly; a
+        plan that offers its call as source (`tail`) is inlined into `_call_leaves`."""
         def first(leaves):
             out = call(leaves)
             done = run.settled()
             if done is not None:
                 self._run = _holding_variable_locks(done, self.graph)
-                self._call_leaves = _caller(self._run, self._captures, self._structure,
-                                            self._device)
+                self._plan_call = _caller(self._run, self._captures, self._structure,
+                                          self._device)
+                self._call_leaves = self._plan_call
+                tail = getattr(done, "tail", None)
+                if tail is not None and self._run is done and not self._device:
+                    self._tail = tail
+                    tail.watch(self._retail)
+                    self._retail()
             return out
         return first
+
+    def _retail(self):
+        """The plan's inline source came or went (a loop kernel installed, or failed):
+        `_call_leaves` becomes one generated function that runs it, or the plan again."""
+        leaves = [f"v{i}" for i in range(len(self.graph.inputs))]
+        body = self._tail_body(leaves, "leaves")
+        if body is None:
+            self._call_leaves = self._plan_call
+        else:
+            lines, ns = body
+            src = ["def call(leaves):"] + ([f"    {', '.join(leaves)}, = leaves"] if leaves else [])
+            src += ["    " + ln for ln in lines]
+            exec(compile("\n".join(src) + "\n", f"<graphc call {self.name}>", "exec"), ns)  # noqa: S102
+            self._call_leaves = ns["call"]
+        notify = self._on_change
+        if notify is not None:
+            notify()
+
+    def _tail_body(self, leaves, leaves_expr):
+        """(source lines, namespace) finishing a call whose leaves are the local names
+        `leaves` (`leaves_expr` lists them), with the plan inlined; None when it is not."""
+        code = None if self._tail is None else self._tail.code(leaves, leaves_expr)
+        if code is None:
+            return None
+        lines, ns, outs = code
+        ns.update(k_slow=self._plan_call, c_new=Tensor.__new__, c_Tensor=Tensor,
+                  c_unflatten=_unflatten, c_structure=self._structure)
+        if type(self._structure) is _Slot:
+            lines = lines + ["c_t = c_new(c_Tensor)",
+                             f"c_t._np = {outs[self._structure.index]}",
+                             "c_t._sym = c_t._graph = c_t._dev = None",
+                             "return c_t"]
+        else:
+            lines = lines + [f"return c_unflatten(c_structure, [{', '.join(outs)}])"]
+        return lines, ns
+
+    def _entry_body(self, leaves):
+        """(source lines, namespace) that finish a cached call from the local names
+        `leaves`, for gc.function's generated entry (function_entry.py): the inlined plan,
+        or a call of `_call_leaves` (read at each call: it changes when the plan settles)."""
+        listed = f"[{', '.join(leaves)}]"
+        body = self._tail_body(leaves, listed)
+        if body is not None:
+            return body
+        return [f"return c_cf._call_leaves({listed})"], {"c_cf": self}
 
     @property
     def name(self):

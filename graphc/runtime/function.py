@@ -9,13 +9,15 @@ from numpy import ndarray
 from .. import config
 from ..errors import RetracingWarning
 from . import context, signature as sig
-from .concrete import ConcreteFunction, trace
+from .concrete import trace
 from .tensor import Tensor
 from .autodiff.tape import eager_tape_recording
 from .function_args import (_ParamInfo, _as_tensors, _changing_scalars, _check_input_signature,
-                            _conform, _generalize_all, _has_none_dim, _identity_refs)
+                            _conform, _generalize_all)
+from .function_cache import TraceCache
 from .function_retrace import _retrace_message, _variables_again
-from .fingerprint import PY, PY_KEYED, SLOW, VAR, float_bits, sequence_fingerprint
+from .fingerprint import MISS, PY, PY_KEYED, SLOW, VAR, float_bits, sequence_fingerprint
+from .function_entry import change_hook, make_entry
 from .variables import Variable
 
 RETRACE_WARN_AFTER = 5
@@ -24,7 +26,7 @@ _busy = context._busy
 _config = config._state
 
 
-class Function:
+class Function(TraceCache):
     """A Python function compiled per input signature. Create it with `gc.function`."""
 
     def __init__(self, python_function, input_signature=None, autograph=True,
@@ -60,7 +62,10 @@ class Function:
         self._signature = _ParamInfo(python_function, skip_self=_bound_to is not None)
         self._n_simple = self._signature.n_simple
         self._fast = {}                            # fingerprint -> ConcreteFunction or SLOW
-        self._hot = (None, None)                   # the last (fingerprint, trace) hit
+        self._hot = (None, None, False)            # the last (fingerprint, trace) hit, and
+        #                                            whether its entry was made (_hot_entry)
+        self._entry = None                         # entry(args) for the hot fingerprint
+        self._entries = {}                         # fingerprint -> its entry, or None
         self.input_signature = None
         if input_signature is not None:
             self.input_signature = _check_input_signature(input_signature, self._signature)
@@ -72,13 +77,20 @@ class Function:
         concrete tensor, a numpy array, a gc.Variable or a plain Python scalar, the call is
         looked up by a fingerprint of them (dtype and shape; type and value) that an
         earlier call through the general path mapped to its trace (see _call_and_learn).
-        It is built inline: a helper call would cost a tenth of the whole cached call."""
+        It is built inline: a helper call would cost a tenth of the whole cached call.
+        Before it, positional calls try the hot fingerprint's generated entry (see
+        function_entry.py), which checks the arguments without building the fingerprint."""
         if not _busy[0] and not _config["run_eagerly"]:
             if kwargs or len(args) != self._n_simple:
                 values = self._signature.bind(args, kwargs)      # keywords, defaults
                 if values is None:
                     return self._call_general(args, kwargs)
             else:
+                entry = self._entry
+                if entry is not None:
+                    out = entry(args)
+                    if out is not MISS:
+                        return out
                 values = args
             leaves = []
             fp = []
@@ -111,10 +123,13 @@ class Function:
             else:
                 hot = self._hot            # the last fingerprint hit, and its trace
                 if hot[0] == fp:
+                    if not hot[2]:
+                        self._hot_entry(hot)
                     return hot[1]._call_leaves(leaves)
                 cf = self._fast.get(tuple(fp))
                 if cf is not None and cf is not SLOW:
-                    self._hot = (fp, cf)
+                    self._hot = (fp, cf, False)
+                    self._entry = None
                     return cf._call_leaves(leaves)
                 if cf is None:
                     return self._call_and_learn(values, fp, leaves)
@@ -135,14 +150,42 @@ class Function:
         key = tuple(fp)
         if len(general) == len(leaves) and all(map(operator.is_, general, leaves)):
             fast = cf
-            self._hot = (fp, cf)
+            self._hot = (fp, cf, False)
+            self._entry = None
         else:
             fast = SLOW
         table = self._fast
         if len(table) >= FAST_KEYS_MAX:     # many shapes through one general trace
             table = self._fast = {}
+            self._entries = {}
         table[key] = fast
         return cf._call_leaves(general)
+
+    def _hot_entry(self, hot):
+        """The hot fingerprint hit again: from now on positional calls with it try its
+        entry first. Made on the second hit (a fingerprint seen once never pays the ~50 us
+        of generating one), kept per fingerprint; none for a device backend's tensors."""
+        fp, cf, _ = hot
+        if cf._on_change is None:       # before the entry is made: no change goes unheard
+            cf._on_change = change_hook(self)
+        key = tuple(fp)
+        entries = self._entries
+        if key in entries:
+            entry = entries[key]
+        else:
+            entry = None if self._device_leaves else make_entry(fp, cf, self._name)
+            entries[key] = entry
+        self._entry = entry
+        # a trace changed meanwhile (_trace_changed, another thread): make it afresh next time
+        self._hot = (fp, cf, self._entries is entries)
+
+    def _trace_changed(self):
+        """A trace's inline source came or went: its entries are made afresh (on the next
+        hot hit). Only speed depends on it: every entry gives a correct call either way."""
+        self._entries = {}
+        self._entry = None
+        fp, cf, _ = self._hot
+        self._hot = (fp, cf, False)
 
     def _resolve(self, args, kwargs):
         """(trace, leaves) for a call: the general path through signature keys."""
@@ -275,50 +318,6 @@ class Function:
         if warning:
             context.warn_at_user_line(warning, RetracingWarning)
         return cf
-
-    def _keep(self, key, cf):
-        self._traced += 1
-        self._concrete.append(cf)
-        warning = None
-        if self._last_key is not None:
-            warning = self._retrace_warning(self._last_key, key)
-        self._last_key = key                       # survives eviction, for the warning
-        self._keys.append(key)
-        self._cache[key] = cf
-        for ref in (r for part in key for r in _identity_refs(part)):
-            if isinstance(ref.ref, weakref.ref):
-                weakref.finalize(ref.ref(), self._evict, key)
-        if any(_has_none_dim(k) for k in key):
-            self._general.append((key, cf))
-        return warning
-
-    def _evict(self, key):
-        """An object keyed by identity died: its traces can never be hit again, so they
-        leave the cache and concrete_functions() (tracing_count still counts them). Runs
-        in whichever thread drops the object, maybe one in the middle of _keep (a garbage
-        collection there): then _keep's end does it, with the lists consistent again."""
-        self._dead.append(key)
-        with self._lock:
-            if not self._publishing:
-                self._drain_evictions()
-
-    def _drain_evictions(self):
-        while self._dead:
-            self._evict_now(self._dead.pop())
-
-    def _evict_now(self, key):
-        cf = self._cache.pop(key, None)
-        for k in [k for k, v in self._cache.items() if v is cf]:
-            del self._cache[k]
-        keep = [i for i, c in enumerate(self._concrete) if c is not cf]
-        self._concrete = [self._concrete[i] for i in keep]
-        self._keys = [self._keys[i] for i in keep]
-        self._general = [(k, c) for k, c in self._general if c is not cf]
-        # fingerprints never hold objects keyed by identity, but a stale entry must not
-        # outlive its trace whatever the reason: swapped whole, as other threads read them
-        self._fast = {k: c for k, c in self._fast.items() if c is not cf}
-        if self._hot[1] is cf:
-            self._hot = (None, None)
 
     def _trace(self, key, values):
         """Trace, applying the create-variables-once rule (a second trace checks it)."""

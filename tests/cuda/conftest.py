@@ -12,6 +12,19 @@ def cuda_stats():
     return CudaRuns()
 
 
+@pytest.fixture
+def pool_bytes(monkeypatch):
+    """`pool_bytes(text)` sets GRAPHC_CUDA_POOL_BYTES for this test (read once per process:
+    the cached value is dropped now and again after the test)."""
+    from graphc.kernels.cuda import memory
+
+    def set_to(text):
+        monkeypatch.setenv("GRAPHC_CUDA_POOL_BYTES", text)
+        memory.limit.cache_clear()
+    yield set_to
+    memory.limit.cache_clear()      # monkeypatch restores the variable after this
+
+
 class AddKernel:
     """Test-only lowering: a single `add` of two same-shape arrays, as one CUDA kernel (the
     variable-update kernel), so that the plan's kernel path runs before the real
@@ -20,10 +33,10 @@ class AddKernel:
     def __init__(self, group):
         self.group = group
 
-    def __call__(self, inputs):
+    def __call__(self, inputs, alloc=None):
         from graphc.kernels.cuda import updates
         a, b = inputs
-        return [updates.combine(a, b, "add")]
+        return [updates.combine(a, b, "add")]     # a new array (alloc is the plan's pool)
 
     def describe(self):
         return "test add kernel (grid-stride)"

@@ -10,7 +10,8 @@ TOL = {"float32": dict(rtol=2e-5, atol=1e-6), "float64": dict(rtol=1e-12, atol=1
 
 
 class CudaRuns:
-    """What ran where in a block: `kernels`, `fallbacks`, `views`, `device_ops` (see
+    """What ran where in a block: `kernels`, `fallbacks`, `views`, `device_ops`,
+    `cpu_loops`, `allocations`, `reuses` (see
     graphc.kernels.cuda.backend.STATS) and host<->device copies `h2d`, `d2h`."""
 
     @contextlib.contextmanager
@@ -42,7 +43,7 @@ def agree(fn, *arrays, kernels=0, tol=TOL):
         got = flat(gc.function(fn, backend="cuda")(*tensors))
     assert all(g.is_on_device for g in got)
     assert runs.kernels >= kernels, f"{runs.kernels} kernel launches, expected {kernels}+"
-    assert runs.kernels + runs.fallbacks + runs.views + runs.device_ops > 0
+    assert runs.kernels + runs.fallbacks + runs.views + runs.device_ops + runs.cpu_loops > 0
     eager = flat(fn(*tensors))
     assert len(got) == len(ref) == len(eager)
     for g, r, e in zip(got, ref, eager):

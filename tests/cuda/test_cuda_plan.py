@@ -92,7 +92,7 @@ def test_kernel_error_is_located(add_lowered, monkeypatch):
     from graphc.kernels.cuda import lowering
 
     class Broken:
-        def __call__(self, inputs):
+        def __call__(self, inputs, alloc=None):
             raise RuntimeError("launch failed")
     monkeypatch.setattr(lowering, "lower_group", lambda g: Broken())
 
@@ -106,14 +106,14 @@ def test_kernel_error_is_located(add_lowered, monkeypatch):
 
 def test_describe_lists_control_flow_and_nested_plans():
     @gc.function(backend="cuda")
-    def f(n):
-        i, acc = gc.constant(0), gc.constant(0.0)
-        while i < n:
+    def f(acc, n):
+        i = gc.constant(0)
+        while i < n:            # a vector in the loop state: a device loop
             acc += 2.0
             i += 1
         return acc
-    n = np.int32(3)
-    assert float(f(n)) == 6.0
-    text = backend.describe(f.get_concrete_function(n).graph)
+    acc, n = np.zeros(2), np.int32(3)
+    np.testing.assert_array_equal(f(acc, n).numpy(), [6.0, 6.0])
+    text = backend.describe(f.get_concrete_function(acc, n).graph)
     assert "while 'while_0': device: predicate copied to the host" in text
     assert "loop condition:" in text and "loop body:" in text and "[ran 4x]" in text

@@ -45,7 +45,7 @@ def test_plan_step_calls_the_direct_entry_and_agrees(numba_forced):
     runner = _runner(fast, x)
     assert runner.fn is not None and runner.error is None
     assert runner.sites and all(ns[name] is runner.direct for ns, name in runner.sites)
-    assert runner.used == [False, True]        # the loop counter is never read after it
+    assert runner.returned == [1]              # the loop counter is never read after it
     assert runner(np.array(0, np.int32), np.array(0, np.float32), x.numpy())[0] is None
 
 
@@ -58,29 +58,48 @@ def test_a_kernel_that_cannot_run_rebinds_the_step_to_the_interpreter(numba_forc
 
     def broken(*args):
         raise TypeError("no matching definition")
-    runner.direct.__globals__["fn"] = broken
+    runner.fn, runner.direct = broken, runner._make_direct(broken)    # as if installed so
+    runner._rebind()
+    cf = fast.get_concrete_function(x)
+    assert cf._call_leaves is not cf._plan_call                       # inlines `broken`
     before = COUNTS.loop_calls
     np.testing.assert_array_equal(fast(x).numpy(), want)       # interpreted, same result
     assert "failed to compile: TypeError: no matching definition" in runner.error
     assert all(ns[name] is runner for ns, name in runner.sites)
+    assert cf._call_leaves is cf._plan_call and fast._entry is None
     assert COUNTS.loop_calls == before + 1         # the one attempt; none after it
-    np.testing.assert_array_equal(fast(x).numpy(), want)
+    for _ in range(3):
+        np.testing.assert_array_equal(fast(x).numpy(), want)
     assert COUNTS.loop_calls == before + 1
 
 
-def test_bind_widens_the_outputs_returned_and_rebuilds_the_entry(numba_forced):
+def test_the_kernel_returns_only_what_the_graph_reads(numba_forced):
     x = gc.constant(_values())
     fast = gc.function(branchy, backend="numba")
     fast(x)
     runner = _runner(fast, x)
-    old = runner.direct
-    namespace = {}
-    runner.bind(namespace, "f0", [True, False])
-    assert runner.used == [True, True] and runner.direct is not old
-    assert namespace["f0"] is runner.direct
+    assert runner.returned == [1] and "    return s2\n" in runner.source    # bare, no tuple
     i, acc = runner.direct(np.array(0, np.int32), np.array(0, np.float32), x.numpy())
-    assert type(i) is np.int32 and i == 64
+    assert i is None and type(acc) is np.float32
     np.testing.assert_array_equal(acc, fast(x).numpy())
+
+    def both(x):
+        acc = gc.constant(0.0, gc.float32)
+        n = gc.constant(0, gc.int32)
+        for i in gc.range(64):
+            if x[i] > 0:
+                acc += x[i]
+                n += 1
+        return acc, n
+    fast = gc.function(both, backend="numba")
+    with numba_forced.expect(loops=True):
+        got = fast(x)
+    want = gc.function(both, backend="numpy")(x)
+    for g, w in zip(got, want):
+        assert type(g.numpy()) is type(w.numpy())
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+    runner = _runner(fast, x)
+    assert runner.returned == [1, 2] and "    return (s2, s3, )\n" in runner.source
 
 
 def summed(x, acc):

@@ -325,3 +325,31 @@ def test_sequence_lengths_split_the_fingerprint():
     f = run_both(three, calls, backend="numpy", autograph=False)
     assert f.tracing_count == 2
     np.testing.assert_array_equal(f([x], 1, [2, 3]).numpy(), [2, 0, 3])
+
+
+def test_hot_entries_tell_equal_values_of_other_types_apart():
+    """Each value twice (the second call makes the hot entry), then the next one, equal to
+    it in Python but keyed apart: the entry must send it on, as the fingerprint does."""
+    x = gc.constant(np.float32([1, 2]))
+    seq = [1, True, 1, False, 0, 0.0, None, "ab", b"ab", "ab", 2, 2.0]
+    calls = [((x, v), {}) for v in seq for _ in range(2)]
+    f = run_both(lambda t, v: t + (1.0 if v is True else 2.0 if isinstance(v, int) else 3.0),
+                 calls, backend="numpy", autograph=False)
+    assert sum(e is not None for e in f._entries.values()) >= 8     # all but the floats
+
+
+def test_hot_entries_take_arrays_and_tensors_and_send_other_layouts_on():
+    f = Counted(lambda a, b: a * b, backend="numpy", autograph=False)
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for _ in range(2):
+        f(a, gc.constant(a))
+    entry, before = f._entry, f.general_calls
+    assert entry is not None
+    for x, y in [(a, a), (gc.constant(a), a), (a.T.copy().T, a)]:   # tensors, arrays, F order
+        np.testing.assert_array_equal(f(x, y).numpy(), a * a)
+    assert f.general_calls == before and f._entry is entry
+    a64 = a.astype(np.float64)
+    for x, y in [(a.T, a.T), (a64, a64), (a[:1], a[:1]), (a64, gc.constant(a64))]:
+        for _ in range(2):
+            np.testing.assert_array_equal(f(x, y).numpy(), np.asarray(x) * np.asarray(y))
+    assert f.tracing_count == 4

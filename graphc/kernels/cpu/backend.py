@@ -18,6 +18,7 @@ from ..fusion import fuse
 from ..planning import optimized
 from .groups import GroupRunner
 from .kernel import KERNEL_NAME
+from .loops_entry import single_loop_tail
 
 # How numba's OpenMP workers (libgomp) wait between parallel regions. Sleeping at once
 # (OMP_WAIT_POLICY=passive) made every region pay a wake-up: an empty prange loop took
@@ -47,6 +48,9 @@ class Plan:
             index[id(v)] = len(index)
         self.n_in = len(index)
         consts = {}
+        # values some op or the caller reads: a compiled loop returns only those
+        self.read = {id(v) for op in self.graph.operations for v in op.inputs}
+        self.read.update(id(v) for v in self.graph.outputs)
         parts = list(fuse(self.graph))
         self.blas = _blas_updates(self.graph, parts)     # id(assign op) -> (assign, mm, mul)
         skip = {id(o) for _, mm, mul in self.blas.values() for o in (mm, mul) if o is not None}
@@ -102,9 +106,12 @@ class Plan:
         run = straight_runner([(fn, ins, outs, op, dead) for fn, ins, outs, op, _, dead
                                in self.steps], self.n_in, self.out_idx, self.graph.name,
                               consts, unpack)
-        for i, (fn, _, outs, _, _, dead) in enumerate(self.steps):
+        for i, (fn, *_) in enumerate(self.steps):
             if isinstance(fn, loops.LoopRunner):
-                fn.bind(run.__globals__, f"f{i}", [o not in dead for o in outs])
+                fn.bind(run.__globals__, f"f{i}")
+        # a plan that is one compiled loop: callers may inline the kernel call (loops_entry)
+        run.tail = single_loop_tail(self.steps, self.n_in, len(self.graph.inputs),
+                                    self.out_idx, consts)
         return run
 
     def _op_step(self, op, index, consts):
@@ -124,7 +131,7 @@ class Plan:
 
     def _lower(self, op, constants):
         try:
-            runner = loops.lower(op, constants)
+            runner = loops.lower(op, constants, [id(v) in self.read for v in op.outputs])
         except loops.NotLowerable as e:
             self.loops.append((op, None, str(e)))
             return None

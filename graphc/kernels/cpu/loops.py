@@ -21,6 +21,7 @@ from ...runtime.types import TensorType
 from .. import cache, tiers
 from ..stats import COUNTS
 from .codegen import np_name, statement, where
+from .loops_entry import scalar_wrap
 from .loops_shape import ShapeLowering
 from .loops_tensor import (MAX_LOOP_TENSOR_ELEMENTS, SUPPORTED_TENSOR_OPS,  # noqa: F401
                            TENSOR_OPS, NotLowerable, TensorLowering, check_value, dims_text,
@@ -188,9 +189,12 @@ def loop_compile_after():
 class LoopRunner:
     """Callable like the op's numpy rule: `(*inputs) -> value or tuple of values`."""
 
-    def __init__(self, op, source, key, baked=()):
+    def __init__(self, op, source, key, baked=(), returned=None):
         self.op, self.source, self.key = op, source, key
         self.baked = frozenset(baked)   # input positions the kernel holds as literals
+        # the outputs the kernel returns (those the graph reads), in order; one comes back
+        # bare, several as a tuple
+        self.returned = list(range(len(op.outputs))) if returned is None else list(returned)
         self.status = None
         self.fn = None
         self.error = None
@@ -205,7 +209,7 @@ class LoopRunner:
         self.fallback = lambda *a: impl(*a, **op.attrs)
         self.direct = None       # the compiled entry (_make_direct), once installed
         self.sites = []          # (namespace, name) of plan steps that call it directly
-        self.used = None         # per output: read by the plan (None: all are)
+        self.watchers = []       # weak callbacks told when the entry changes (loops_entry)
 
     def _load(self):
         self._install(*cache.load_module(self.key, self.source))
@@ -246,29 +250,36 @@ class LoopRunner:
             return self.fallback(*arrays)
         return self.direct(*arrays)
 
-    def bind(self, namespace, name, used):
+    def bind(self, namespace, name):
         """Let a plan's step `namespace[name]` call the compiled entry directly once it is
-        installed (this runner until then, and again if the kernel fails). `used`: per
-        output, whether the plan reads it; the others come back as None (a numpy scalar
-        made for nothing costs ~0.15 us)."""
-        merged = list(used) if self.used is None else [a or b for a, b in zip(self.used, used)]
-        if merged != self.used:
-            self.used = merged
-            if self.fn is not None:
-                self.direct = self._make_direct(self.fn)
+        installed (this runner until then, and again if the kernel fails)."""
         self.sites.append((namespace, name))
         self._rebind()
+
+    def result(self, k, r="r"):
+        """The expression for output `k` of the kernel's return value `r`, None for an
+        output it does not return."""
+        if k not in self.returned:
+            return None
+        return r if len(self.returned) == 1 else f"{r}[{self.returned.index(k)}]"
 
     def _rebind(self):
         entry = self.direct if self.fn is not None and self.error is None else self
         for namespace, name in self.sites:
             namespace[name] = entry       # one dict store: atomic for calls in other threads
+        for ref in list(self.watchers):
+            callback = ref()
+            if callback is not None:
+                callback()
 
     def _failed(self, e, arrays):
         """The kernel could not run (typing or compile error): interpret from now on."""
+        self.mark_failed(e)
+        return self.fallback(*arrays)
+
+    def mark_failed(self, e):
         self.error = f"loop kernel failed to compile: {type(e).__name__}: {e}"
         self._rebind()
-        return self.fallback(*arrays)
 
     def _compiled(self, arrays):
         """Background tier: is the compiled loop installed (or has its compile failed)?
@@ -303,13 +314,16 @@ class LoopRunner:
 
         Scalars go in as numpy scalars (`a[()]`) and come back as numpy scalars of the
         result dtype, as the numpy rules give for rank-0 results; tensors go in C-contiguous
-        (the kernel reshapes them) and come back as the kernel's own fresh arrays."""
+        (the kernel reshapes them) and come back as the kernel's own fresh arrays. Outputs
+        the graph never reads come back as None (the kernel does not return them)."""
         params = [f"a{k}" for k in range(len(self.scalar_in))]
         args = [p + "[()]" if s else f"asc({p})" for k, (p, s) in
                 enumerate(zip(params, self.scalar_in)) if k not in self.baked]
-        used = self.used or [True] * len(self.scalar_out)
-        outs = [("None" if not u else f"T{k}(r[{k}])" if scalar else f"r[{k}]")
-                for k, (scalar, u) in enumerate(zip(self.scalar_out, used))]
+        ns = {"fn": fn, "asc": np.ascontiguousarray, "counts": COUNTS,
+              "fallback": self.fallback, "failed": self._failed}
+        outs = [("None" if self.result(k) is None else
+                 scalar_wrap(t, self.result(k), f"T{k}", ns) if scalar else self.result(k))
+                for k, (t, scalar) in enumerate(zip(self.out_types, self.scalar_out))]
         ret = outs[0] if self.single else (f"({', '.join(outs)},)" if outs else "None")
         every = ", ".join(params)
         src = (f"def direct({every}):\n"
@@ -322,18 +336,17 @@ class LoopRunner:
                f"    except Exception as e:  # noqa: BLE001\n"
                f"        return failed(e, ({every}{',' if len(params) == 1 else ''}))\n"
                f"    return {ret}\n")
-        ns = {"fn": fn, "asc": np.ascontiguousarray, "counts": COUNTS,
-              "fallback": self.fallback, "failed": self._failed,
-              **{f"T{k}": t for k, t in enumerate(self.out_types)}}
         exec(compile(src, f"<graphc loop wrapper {self.op.name}>", "exec"), ns)  # noqa: S102
         return ns["direct"]
 
 
-def lower(op, constants=None):
+def lower(op, constants=None, read=None):
     """A LoopRunner for a top-level `while`/`cond` op, or NotLowerable with the reason.
     `constants` (input position -> value) are the scalar inputs the plan always passes
     the same value: the kernel holds them as literals (fewer arguments to convert and
-    type per call, and LLVM sees the start values)."""
+    type per call, and LLVM sees the start values). `read`: per output, whether the graph
+    reads it (None: all are); the kernel returns only those, one of them bare (no tuple
+    to build and index, no Python scalar boxed for nothing: ~0.04 us a call)."""
     em = _Emitter()
     params = []
     env = {}
@@ -353,8 +366,9 @@ def lower(op, constants=None):
         em.while_op(op, env, 1)
     else:
         em.cond_op(op, env, 1)
-    outs = [env[id(v)] for v in op.outputs]
-    em.emit(1, f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+    returned = [k for k in range(len(op.outputs)) if read is None or read[k]]
+    outs = [env[id(op.outputs[k])] for k in returned]
+    em.emit(1, f"return {outs[0]}" if len(outs) == 1 else f"return ({''.join(o + ', ' for o in outs)})")
     body = ([f"def loop_kernel({', '.join(params)}):"] + ["    " + ln for ln in em.allocs]
             + em.lines)
     header = ["import numpy as np",
@@ -367,4 +381,4 @@ def lower(op, constants=None):
     # static shapes are part of the lowering (loop bounds, buffers), so they are in the key
     canonical = "\n".join(ln.split("  #")[0] for ln in source.splitlines())
     canonical += "\n" + " ".join(f"{v.type.dtype.name}{dims_text(v.type.shape)}" for v in op.inputs)
-    return LoopRunner(op, source, cache.kernel_key("loop\n" + canonical), baked)
+    return LoopRunner(op, source, cache.kernel_key("loop\n" + canonical), baked, returned)

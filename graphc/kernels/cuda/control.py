@@ -1,8 +1,22 @@
-"""cond / while on the device: the predicate is copied to the host to branch (one sync per
+"""The device steps that are not kernels.
+
+cond / while: the predicate is copied to the host to branch (one sync per
 cond, one per loop iteration: the price of data-dependent control flow on a GPU), and the
 branch, condition and body graphs run as nested device plans, so loop variables stay on
-the device between iterations.
+the device between iterations. Nested plans run with their caller's CallMemory, so one
+iteration's buffers are the next one's (memory.py).
+
+A top-level cond/while whose inputs and outputs are all scalars runs on the CPU tier
+instead: the numba CPU backend's loop kernel (kernels/cpu/loops.lower) on host copies of
+its inputs -- a copy per input instead of a sync per iteration.
+
+Variables: reads and updates act on the variable's device copy (`device.variable_on_device`).
 """
+import numpy as np
+
+from ...runtime.registry import REGISTRY
+from ...runtime.types import TensorType
+from ...runtime.variables import _check_shape
 from . import backend as _b
 
 
@@ -18,23 +32,63 @@ def control_step(plan, op, rec):
         pred = env.host(ins[0])         # the sync
         branch = op.attrs["true_branch"] if pred else op.attrs["false_branch"]
         _b.STATS.add("device_ops")
-        env.put_all(outs, _single(_b.compile_plan(branch, nested=True)(
-            [env.any(i) for i in ins[1:]])))
+        results = _b.compile_plan(branch, nested=True)([env.any(i) for i in ins[1:]], env.mem)
+        env.put_all(outs, _single(results))
+        _release(env.mem, results)      # now held by this plan's slots
 
     def run_while(env, ins, outs):
-        n = op.attrs["n_vars"]
+        n, mem = op.attrs["n_vars"], env.mem
         cond = _b.compile_plan(op.attrs["cond"], nested=True)
         body = _b.compile_plan(op.attrs["body"], nested=True)
         values = [env.any(i) for i in ins]
         loop_vars, caps = values[:n], values[n:]
+        owned = False                   # loop_vars hold references once a body made them
         _b.STATS.add("device_ops")
-        while _truth(plan, cond(loop_vars + caps)[0]):
-            loop_vars = body(loop_vars + caps)
+        while True:
+            pred = cond(loop_vars + caps, mem)
+            go = _truth(plan, pred[0])
+            _release(mem, pred)
+            if not go:
+                break
+            new = body(loop_vars + caps, mem)
+            if owned:
+                _release(mem, loop_vars)    # the last iteration's buffers go back
+            loop_vars, owned = new, True
         env.put_all(outs, _single(loop_vars))
+        if owned:
+            _release(mem, loop_vars)
 
     run = run_cond if op.type == "cond" else run_while
     run.nested_plans = nested
     return run
+
+
+def scalar_loop(op):
+    """(a kernels.cpu LoopRunner for `op`, "") when its inputs and outputs are all scalars
+    and the CPU loop kernel takes it; else (None, why not, for describe(), or "")."""
+    if not all(isinstance(v.type, TensorType) and v.type.shape == ()
+               for v in list(op.inputs) + list(op.outputs)):
+        return None, ""
+    from ..cpu import loops
+    try:
+        return loops.lower(op), ""
+    except loops.NotLowerable as e:
+        return None, f" (all scalars, but the CPU loop kernel cannot run it: {e})"
+
+
+def cpu_loop_step(runner):
+    def run(env, ins, outs):
+        values = [env.host(i) for i in ins]
+        r = runner(*[v if isinstance(v, (np.ndarray, np.generic)) else np.asarray(v)
+                     for v in values])
+        _b.STATS.add("cpu_loops")
+        env.put_all(outs, r)
+    return run
+
+
+def _release(mem, values):
+    for x in values:
+        mem.unref(x)
 
 
 def _single(out):
@@ -45,3 +99,37 @@ def _truth(plan, pred):
     if plan.dev.is_device(pred):
         pred = plan.dev.to_host(pred)      # the per-iteration sync
     return bool(pred)
+
+
+# -- variables on the device ---------------------------------------------------------------
+
+def _read_step(plan, op, rec, env, ins, outs):
+    _b.STATS.add("device_ops")
+    env.put(outs[0], plan.dev.variable_on_device(env.host(ins[0])))
+
+
+def _assign_step(plan, op, rec, env, ins, outs):
+    var = env.host(ins[0])
+    value = env.device(ins[1])
+    _check_shape("assign", var, value)
+    _b.STATS.add("device_ops")
+    # a copy: the value may be a caller's array that it changes later
+    plan.dev.set_variable(var, plan.dev.device_copy(value))
+
+
+def _update_step(plan, op, rec, env, ins, outs):
+    from . import updates
+    var = env.host(ins[0])
+    name = "add" if op.type == "assign_add_variable" else "subtract"
+    if not updates.runs_on_device(var.dtype.np):
+        rec.why = f"{var.dtype.name} variables update on the host (numpy's rules)"
+        return plan._fallback(env, REGISTRY[op.type].numpy, ins, outs, op)
+    value = env.device(ins[1])
+    _check_shape(op.type.replace("_variable", ""), var, value)
+    current = plan.dev.variable_on_device(var)
+    _b.STATS.add("device_ops")
+    plan.dev.set_variable(var, updates.combine(current, value, name))
+
+
+VARIABLE_STEPS = {"read_variable": _read_step, "assign_variable": _assign_step,
+                  "assign_add_variable": _update_step, "assign_sub_variable": _update_step}

@@ -2,7 +2,8 @@
 arrays from other libraries, views, and the device copies of gc.Variables.
 
 Every host<->device copy goes through `to_device` / `to_host`, which count them in
-`TRANSFERS` (tests assert that a device result fed to the next cuda call is not copied).
+`TRANSFERS` (tests assert that a device result fed to the next cuda call is not copied);
+every new device array through `alloc` (memory.py), which counts it in STATS.allocations.
 Device arrays are never written in place once made: a variable update makes a new array,
 so a value read earlier in the same call keeps its contents (as the CPU backends' copy on
 write), and views share memory safely.
@@ -16,6 +17,7 @@ from numba import cuda
 from ...runtime import tensor as _tensor
 from ...runtime import variables as _variables
 from ...runtime.tensor import Tensor
+from .memory import alloc
 
 
 class Transfers:
@@ -50,13 +52,17 @@ def is_device(x):
     return isinstance(x, DEVICE_TYPES)
 
 
-def to_device(host):
-    """A new device array holding `host` (a numpy array or scalar)."""
+def to_device(host, allocate=None):
+    """A device array holding `host` (a numpy array or scalar): a new one, or the buffer
+    `allocate(0, shape, dtype)` gives (e.g. one checked out of the plan's pool)."""
     a = np.asarray(host)
     if not a.flags.c_contiguous:
         a = np.ascontiguousarray(a)      # (never for 0-d: it would make it 1-d)
+    out = alloc(a.shape, a.dtype) if allocate is None else allocate(0, a.shape, a.dtype)
     TRANSFERS.add(h2d=1)
-    return cuda.to_device(a)
+    if a.size:
+        out.copy_to_device(a)
+    return out
 
 
 def to_host_array(dev):
@@ -73,7 +79,7 @@ def to_host(dev):
 
 def device_copy(dev):
     """A new device array with `dev`'s contents (device to device, no host copy)."""
-    out = cuda.device_array(dev.shape, dtype=dev.dtype)
+    out = alloc(dev.shape, dev.dtype)
     if dev.size:
         out.copy_to_device(dev)
     return out

@@ -8,6 +8,8 @@ viewed as (batch, rows, cols); the output's batch index maps to each operand's t
 a small index vector (numpy's broadcasting of the batch dims). Integer products and sums
 wrap as numpy's do; float ones accumulate in the dtype (as BLAS does).
 """
+import threading
+
 import numpy as np
 
 from . import codegen
@@ -98,8 +100,11 @@ def _cupy():
     return cupy
 
 
-def matmul(a, b, transpose_a=False, transpose_b=False):
+def matmul(a, b, transpose_a=False, transpose_b=False, alloc=None):
+    """`alloc(0, shape, dtype)`: the result's buffer (the backend's pool), else a new one."""
     from numba import cuda
+    from . import device
+    alloc = alloc or (lambda _, shape, dtype: device.alloc(shape, dtype))
     attrs = dict(transpose_a=transpose_a, transpose_b=transpose_b)
     sa, sb = tuple(a.shape), tuple(b.shape)
     try:
@@ -111,32 +116,51 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
             raise ValueError
         batch = np.broadcast_shapes(sa[:-2], sb[:-2])
     except ValueError:      # the numpy rule's own error for these shapes
-        _host_rule(a.copy_to_host(), b.copy_to_host(), **attrs)
+        _host_rule(device.to_host_array(a), device.to_host_array(b), **attrs)
         raise AssertionError("matmul: the numpy rule accepted shapes the kernel refused")
     dtype = np.dtype(a.dtype)
     contiguous = all(x.flags["C_CONTIGUOUS"] for x in (a, b))
     if dtype.name not in DTYPES or not contiguous:
-        return cuda.to_device(np.ascontiguousarray(
-            _host_rule(a.copy_to_host(), b.copy_to_host(), **attrs)))
+        return device.to_device(_host_rule(device.to_host_array(a), device.to_host_array(b),
+                                           **attrs), alloc)
     cp = _cupy()
     if cp is not None:
         x, y = cp.asarray(a), cp.asarray(b)
         x = cp.swapaxes(x, -1, -2) if transpose_a else x
         y = cp.swapaxes(y, -1, -2) if transpose_b else y
         return cuda.as_cuda_array(cp.ascontiguousarray(cp.matmul(x, y)))
-    out = cuda.device_array(batch + (m, n), dtype)
+    out = alloc(0, batch + (m, n), dtype)
     if out.size == 0:
         return out
     a3, na = _as3(a, sa)
     b3, nb = _as3(b, sb)
-    amap = np.broadcast_to(np.arange(na).reshape(sa[:-2]), batch).reshape(-1)
-    bmap = np.broadcast_to(np.arange(nb).reshape(sb[:-2]), batch).reshape(-1)
-    nbatch = len(amap)
+    maps = _batch_maps(sa[:-2], sb[:-2], batch)
+    nbatch = maps[0].shape[0]
     ns = module(dtype.name, transpose_a, transpose_b)
     tiles = nbatch * -(-m // TILE) * -(-n // TILE)
     blocks = int(max(1, min(tiles, codegen.max_blocks())))
-    maps = [cuda.to_device(np.ascontiguousarray(x)) for x in (amap, bmap)]
     with codegen.launching():
         ns["gemm"][blocks, (TILE, TILE)](a3, b3, out.reshape(nbatch, m, n), *maps,
                                          m, n, ka, nbatch, dtype.type(0))
     return out
+
+
+_MAPS, _MAPS_LOCK = {}, threading.Lock()
+
+
+def _batch_maps(batch_a, batch_b, batch):
+    """Device index vectors: output batch entry -> a's and b's (numpy's broadcasting),
+    uploaded once per pair of batch shapes and only read after (safe to share)."""
+    key = (batch_a, batch_b)
+    maps = _MAPS.get(key)
+    if maps is None:
+        from . import device
+        na, nb = (int(np.prod(s, dtype=np.int64)) for s in key)
+        host = [np.ascontiguousarray(np.broadcast_to(np.arange(k).reshape(s), batch).reshape(-1))
+                for k, s in ((na, batch_a), (nb, batch_b))]
+        maps = tuple(device.to_device(h) for h in host)
+        with _MAPS_LOCK:
+            if len(_MAPS) >= 256:      # many batch shapes: start over (they are small)
+                _MAPS.clear()
+            maps = _MAPS.setdefault(key, maps)
+    return maps

@@ -5,14 +5,17 @@ Contract between `backend` (plumbing: memory, fallback, control flow) and the ge
 - `lower_group(group)` takes a `kernels.fusion.Group` exactly as `fuse()` yields it (a
   single-op group included) and returns a `GroupKernel`, or None when the group has
   nothing CUDA can run (the backend then runs its ops one by one on the fallback path).
-- `GroupKernel(inputs)`: `inputs` is a list of device arrays (numba-cuda DeviceNDArray,
-  or the simulator's stand-in; any strides) in `group.inputs` order, 0-d included (also
-  accepted as separate arguments); it launches on the default stream and returns new
-  device arrays for `group.outputs`, shapes and dtypes as the numpy rules give. It
-  raises the graphc error the numpy rules raise for bad shapes.
+- `GroupKernel(inputs, alloc=None)`: `inputs` is a list of device arrays (numba-cuda
+  DeviceNDArray, or the simulator's stand-in; any strides) in `group.inputs` order, 0-d
+  included (also accepted as separate arguments); it launches on the default stream and
+  returns device arrays for `group.outputs`, shapes and dtypes as the numpy rules give,
+  each from `alloc(k, shape, dtype)` for output k (the backend's: a pooled buffer, whose
+  old contents it overwrites) or new. It raises the graphc error the numpy rules raise
+  for bad shapes.
   `.describe()` is the text `graphc graph --backend cuda` shows (kernel kind, launch
   shape, source).
-- `matmul(a, b, **attrs)` with the matmul op's attrs: a device array, numpy's result
+- `matmul(a, b, alloc=None, **attrs)` with the matmul op's attrs: a device array
+  (from `alloc(0, shape, dtype)` when given), numpy's result
   (dtypes other than float32/64 and int32/64, and strided operands, run the numpy rule
   on host copies; bad shapes raise the numpy rule's error).
 
@@ -83,12 +86,12 @@ class _Plan:
         """Reduction j's partials and results: allocated once per thread and reused by
         its later calls (launches on one stream run in order; another thread's calls
         must not share them)."""
-        from numba import cuda
+        from .memory import alloc
         bufs = getattr(self._scratch, "bufs", None)
         if bufs is None:
             bufs = self._scratch.bufs = {}
         if j not in bufs:
-            bufs[j] = (cuda.device_array(n_part, dtype), cuda.device_array(n_rb, dtype))
+            bufs[j] = (alloc(n_part, dtype), alloc(n_rb, dtype))
         return bufs[j]
 
     def kernel_names(self):
@@ -140,8 +143,9 @@ class GroupKernel:
         self.last = None
         self._numpy = None
 
-    def __call__(self, *inputs):
-        from numba import cuda
+    def __call__(self, *inputs, alloc=None):
+        if alloc is None:
+            alloc = _new
         if len(inputs) == 1 and isinstance(inputs[0], (list, tuple)):
             inputs = tuple(inputs[0])        # kernel([a, b]) as the backend calls it
         shapes = tuple(tuple(a.shape) for a in inputs)
@@ -151,13 +155,14 @@ class GroupKernel:
             plan = self.plans[key] = _Plan(self.group, *key)
         self.last = plan
         if plan.kind is None:
-            return self.run_numpy(inputs)
+            return self.run_numpy(inputs, alloc)
         ns = plan.module()
         ins = [_vector(a) if a.ndim == 0 else a for a in inputs]
         if plan.flat:
             ins = [a if a.ndim <= 1 else a.reshape(a.size) for a in ins]
-        outs = [cuda.device_array(s if s else (1,), v.type.dtype.np)
-                for s, v in zip(plan.out_shapes, self.group.outputs)]
+        results = [alloc(k, s, v.type.dtype.np)
+                   for k, (s, v) in enumerate(zip(plan.out_shapes, self.group.outputs))]
+        outs = [_vector(o) if o.ndim == 0 else o for o in results]    # kernels index [0]
         if plan.flat:
             flat_outs = [o if o.ndim <= 1 else o.reshape(o.size) for o in outs]
         else:
@@ -171,7 +176,7 @@ class GroupKernel:
                     *ins, *outs, *dims, plan.nk, plan.nr, threads=plan.threads)
         else:
             self._two_pass(plan, ns, ins, outs)
-        return [o.reshape(()) if s == () else o for o, s in zip(outs, plan.out_shapes)]
+        return results
 
     def _two_pass(self, plan, ns, ins, outs):
         b, nk, nr = plan.body, plan.nk, plan.nr
@@ -190,14 +195,17 @@ class GroupKernel:
         _launch(plan, ns["final"], codegen.blocks_for(n), *ins, *rbs, *outs, *plan.domain,
                 nk, nr, n)
 
-    def run_numpy(self, inputs):
+    def run_numpy(self, inputs, alloc=None):
         """The group's numpy rules on host copies (located errors included), uploaded."""
-        from numba import cuda
+        from . import device
         if self._numpy is None:
             self._numpy = numpy_steps(self.group)
-        host = [a.copy_to_host() if hasattr(a, "copy_to_host") else np.asarray(a)
+        host = [device.to_host_array(a) if hasattr(a, "copy_to_host") else np.asarray(a)
                 for a in inputs]
-        return [cuda.to_device(np.array(r, order="C")) for r in run_numpy(self.group, self._numpy, host)]
+        results = run_numpy(self.group, self._numpy, host)
+        alloc = alloc or _new
+        return [device.to_device(np.array(r, order="C"), _for_output(alloc, k))
+                for k, r in enumerate(results)]
 
     def describe(self):
         """Kernel kind, launch shapes and source of the last call's plan."""
@@ -214,6 +222,16 @@ class GroupKernel:
 
 def _vector(a):
     return a.reshape(1)
+
+
+def _new(k, shape, dtype):
+    from .memory import alloc
+    return alloc(shape, dtype)
+
+
+def _for_output(alloc, k):
+    """`alloc` as device.to_device asks for a buffer (as output 0), for output k."""
+    return lambda _, shape, dtype: alloc(k, shape, dtype)
 
 
 def _launch(plan, kernel, blocks, *args, threads=codegen.THREADS):

@@ -37,7 +37,7 @@ ON_DEVICE = frozenset("bBhHiIlLqQfd")     # numpy dtype chars: ints and float32/
 
 def combine(a, b, name):
     """`a + b` or `a - b` for device arrays of one shape and dtype: a new device array."""
-    out = device.cuda.device_array(a.shape, dtype=a.dtype)
+    out = device.alloc(a.shape, a.dtype)       # the variable's new value: never pooled
     n = out.size
     if n == 0:
         return out

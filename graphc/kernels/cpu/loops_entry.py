@@ -1,0 +1,116 @@
+"""A plan that is one compiled loop, as source lines for a caller's own generated entry.
+
+A graph that is a single top-level `while`/`cond` fed by the graph's inputs and constants,
+returning the loop's results, needs nothing of a plan on a cached call but the kernel call.
+Its `LoopTail` gives that call as source lines; the ConcreteFunction (and gc.function, for
+its hot signature) put them into the one generated function that checks the arguments,
+calls the kernel and wraps the results (runtime/concrete.py, runtime/function_entry.py):
+no plan, no direct entry, no extra frames between the user's call and the kernel.
+
+The lines do what the plan's step does (loops.LoopRunner._make_direct): count the run, call
+the kernel, and on an error that numpy raises differently, or a kernel that cannot run,
+return `k_slow(leaves)`: the plan, whose step then gives numpy's error at the user's line or
+the interpreted result. The kernel's scalar results come back as Python scalars; they are
+made numpy scalars of the result dtype by `scalar_wrap`.
+"""
+import weakref
+
+import numpy as np
+
+from ..stats import COUNTS
+
+
+def scalar_wrap(dtype, expr, name, ns):
+    """An expression making the numpy scalar of `dtype` from the Python scalar `expr` that a
+    kernel returned; binds what it needs in `ns` under names starting with `name`.
+    A numeric `one * v` is numpy's cheapest way there (0.04 us, against 0.15 us for
+    `np.float32(v)`) and exact: v holds a value of the dtype, x * 1 keeps -0.0, inf and NaN."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iuf":
+        ns[name] = dtype.type(1)
+        return f"{name} * {expr}"
+    if dtype.kind == "b":
+        ns[name] = (np.False_, np.True_)
+        return f"{name}[{expr}]"
+    ns[name] = dtype.type
+    return f"{name}({expr})"
+
+
+class LoopTail:
+    """The source of one compiled loop's call for a plan made of nothing else.
+
+    `params`: per kernel parameter (the loop's inputs less the baked ones), the index of
+    the graph input feeding it, or ("const", value). `outs`: per graph output, the index of
+    the loop output it is."""
+
+    def __init__(self, runner, params, outs):
+        self.runner = runner
+        self.params = params
+        self.outs = outs
+
+    def watch(self, callback):
+        """Call `callback()` (held weakly: a bound method) whenever code() may give another
+        answer: the kernel installed, or failed."""
+        self.runner.watchers.append(weakref.WeakMethod(callback))
+
+    def code(self, leaves, leaves_expr):
+        """(lines, namespace, output expressions) computing the graph's outputs from the
+        local names `leaves` (one per graph input), or None while the kernel is not
+        installed (or has failed). The lines return `k_slow(<leaves_expr>)` on the paths the
+        plan must take; the caller binds `k_slow`. Namespace names start with `k_`."""
+        runner = self.runner
+        fn = runner.fn
+        if fn is None or runner.error is not None:
+            return None
+        ns = {"k_fn": fn, "k_asc": np.ascontiguousarray, "k_failed": runner.mark_failed,
+              "k_counts": COUNTS}
+        args = []
+        inputs = [k for k in range(len(runner.scalar_in)) if k not in runner.baked]
+        for k, p in zip(inputs, self.params):
+            if type(p) is tuple:                     # a constant: converted once, here
+                value = np.asarray(p[1])
+                ns[f"k_c{k}"] = value[()] if runner.scalar_in[k] else np.ascontiguousarray(value)
+                args.append(f"k_c{k}")
+            else:
+                args.append(f"{leaves[p]}[()]" if runner.scalar_in[k] else f"k_asc({leaves[p]})")
+        lines = ["k_counts.loop_calls += 1",
+                 "try:",
+                 f"    k_r = k_fn({', '.join(args)})",
+                 # an index, an integer power or divisor numpy rejects: the plan's reference error
+                 "except (IndexError, ArithmeticError):",
+                 f"    return k_slow({leaves_expr})",
+                 "except Exception as k_e:  # noqa: BLE001 - the kernel cannot run: interpreted",
+                 "    k_failed(k_e)",
+                 f"    return k_slow({leaves_expr})"]
+        outs = []
+        for j in self.outs:
+            value = runner.result(j, "k_r")
+            if runner.scalar_out[j]:
+                value = scalar_wrap(runner.out_types[j], value, f"k_one{j}", ns)
+            outs.append(value)
+        return lines, ns, outs
+
+
+def single_loop_tail(steps, n_in, n_graph_inputs, out_idx, consts):
+    """A LoopTail when the plan's steps are one compiled loop whose inputs are graph inputs
+    (no captures: n_in == n_graph_inputs) or constants and whose outputs are the graph's;
+    None otherwise. `steps`: (fn, ins, outs, ...) per step; `consts`: slot -> value."""
+    from .loops import LoopRunner
+    if len(steps) != 1 or n_in != n_graph_inputs:
+        return None
+    runner, ins, outs = steps[0][:3]
+    if not isinstance(runner, LoopRunner):
+        return None
+    params = []
+    for k, slot in enumerate(ins):
+        if k in runner.baked:
+            continue
+        if slot < n_in:
+            params.append(slot)
+        elif slot in consts:
+            params.append(("const", consts[slot]))
+        else:
+            return None
+    if any(o not in outs or runner.result(outs.index(o)) is None for o in out_idx):
+        return None
+    return LoopTail(runner, params, [outs.index(o) for o in out_idx])
