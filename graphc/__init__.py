@@ -1,4 +1,10 @@
 """graphc: a tracing graph compiler for Python numeric code (`tf.function`, done better)."""
+import warnings as _warnings
+
+# numpy's floating-point RuntimeWarnings ("invalid value encountered in sin") raised where
+# graphc's own op rules run: ops give inf/nan silently, as TF does. Users' own numpy code
+# keeps its warnings (the filter matches warnings attributed to graphc's modules only).
+_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"graphc(\.|$)")
 from . import config, errors, random
 from .dtypes import DType, as_dtype, float32, float64, int32, int64, bool_ as bool  # noqa: A001
 from .errors import RetracingWarning
@@ -24,5 +30,8 @@ from . import train  # noqa: E402  (gc.train.Checkpoint, CheckpointManager, late
 from . import saved_model  # noqa: E402  (gc.saved_model.save, load)
 from . import summary  # noqa: E402  (gc.summary: TensorBoard; imports tensorboard lazily)
 print = _ops.PUBLIC["print"]  # noqa: A001  (gc.print is the graph print)
+from .runtime.ops.compat import executing_eagerly, is_tensor  # noqa: E402
+from .runtime.static_value import static_value as get_static_value  # noqa: E402
+newaxis = None   # x[gc.newaxis], as tf.newaxis
 
 __version__ = "0.1.0"

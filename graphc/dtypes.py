@@ -18,6 +18,39 @@ class DType:
     def as_numpy_dtype(self):
         return self.np.type
 
+    # TF's DType attributes
+    @property
+    def size(self):
+        """Bytes per element."""
+        return self.np.itemsize
+
+    @property
+    def min(self):
+        """The lowest value of the type (TF: -max of a float type, False for bool)."""
+        if self.is_bool:
+            return False
+        info = np.finfo(self.np) if self.is_floating else np.iinfo(self.np)
+        return self.np.type(info.min)
+
+    @property
+    def max(self):
+        """The highest finite value of the type (True for bool)."""
+        if self.is_bool:
+            return True
+        info = np.finfo(self.np) if self.is_floating else np.iinfo(self.np)
+        return self.np.type(info.max)
+
+    @property
+    def limits(self):
+        return (self.min, self.max)
+
+    @property
+    def base_dtype(self):
+        return self
+
+    is_unsigned = False
+    is_complex = False
+
     def __repr__(self):
         return f"gc.{self.name}"
 

@@ -19,3 +19,9 @@ class ResourceExhaustedError(GraphcError, MemoryError):
 
 class RetracingWarning(UserWarning):
     """A gc.function keeps tracing new graphs; the message says which argument and the fix."""
+
+
+class DtypeChangeError(GraphcError, ValueError, TypeError):
+    """A loop variable changes dtype across iterations, or the branches of a tensor `if`
+    give one variable two dtypes: a ValueError (API.md) that is also a TypeError (what TF
+    raises for it), so code written against either catches it."""

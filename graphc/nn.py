@@ -4,6 +4,7 @@ import math
 
 from . import dtypes as _dt
 from .runtime.autodiff.tape import stop_gradient
+from .runtime.context import located_errors
 from .runtime.dispatch import convert_to_tensor
 from .runtime.ops import elementwise as _ew
 from .runtime.ops._rules import FLOAT, INTEGER, check_kind
@@ -130,3 +131,6 @@ def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=No
 __all__ = ["relu", "relu6", "leaky_relu", "elu", "gelu", "sigmoid", "softplus", "softmax",
            "log_softmax", "sparse_softmax_cross_entropy_with_logits",
            "softmax_cross_entropy_with_logits"]
+
+# errors of these functions' own checks name the user's line while tracing, as ops' do
+globals().update({_n: located_errors(globals()[_n]) for _n in __all__})

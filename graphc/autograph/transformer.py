@@ -86,20 +86,34 @@ def convert(node, filename, freevars, future_flags=0):
     return Converted(node, code, lints, filename)
 
 
+_DEF_NAME = "ag__converted"
+
+
 def _compile(node, filename, freevars, future_flags):
     if isinstance(node, gast.FunctionDef):
-        body = [node, gast.Return(value=n.load(node.name))]
-        name = node.name
+        # defined in the factory under another name: the function's own name inside its
+        # body must still mean what it meant (a global or the caller's closure cell, e.g.
+        # the gc.function of a recursive function), not the raw converted function
+        name, node.name = node.name, _DEF_NAME
+        body = [node, gast.Return(value=n.load(_DEF_NAME))]
     else:
         body = [gast.Return(value=node)]
         name = "<lambda>"
     factory = n.function(FACTORY, ["ag__"] + list(freevars), body)
     n.copy_location(factory, node)
     module = gast.Module(body=[factory], type_ignores=[])
-    tree = ast.fix_missing_locations(gast.gast_to_ast(module))
+    try:
+        tree = ast.fix_missing_locations(gast.gast_to_ast(module))
+    finally:
+        if isinstance(node, gast.FunctionDef):
+            node.name = name                    # to_code shows the user's name
     module_code = compile(tree, filename, "exec", flags=future_flags, dont_inherit=True)
     factory_code = next(c for c in module_code.co_consts if getattr(c, "co_name", None) == FACTORY)
-    return next(c for c in factory_code.co_consts if getattr(c, "co_name", None) == name)
+    inner = _DEF_NAME if isinstance(node, gast.FunctionDef) else name
+    code = next(c for c in factory_code.co_consts if getattr(c, "co_name", None) == inner)
+    if hasattr(code, "co_qualname"):          # Python 3.11+
+        return code.replace(co_name=name, co_qualname=f"{FACTORY}.<locals>.{name}")
+    return code.replace(co_name=name)
 
 
 def render(node, lints):

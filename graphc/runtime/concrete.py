@@ -1,6 +1,8 @@
 """ConcreteFunction: one traced graph plus what is needed to call it with real tensors."""
 import os
 
+from numpy import ndarray, may_share_memory
+
 from .. import dtypes as _dt
 from . import signature as sig
 from .backends import get_backend
@@ -41,7 +43,8 @@ def trace(fn, name, key, values, params, backend):
     if os.environ.get("GRAPHC_VERIFY"):
         from .verify import verify
         verify(graph)
-    spec_args, spec_kwargs = params.rebuild([_to_specs(v, k) for v, k in zip(values, key)])
+    spec_args, spec_kwargs = params.rebuild([_to_specs(v, k, n)
+                                             for n, v, k in zip(params.names, values, key)])
     return ConcreteFunction(graph, structure, (tuple(spec_args), spec_kwargs), backend), created
 
 
@@ -63,10 +66,13 @@ def _placeholders(graph, v, k, base):
     return v
 
 
-def _to_specs(v, k):
+def _to_specs(v, k, name=None):
+    """The structured input signature of value `v` keyed `k`: a top-level tensor argument's
+    spec is named after the argument (as TF names it), unless it came as a named spec."""
     tag = k[0]
     if tag == sig.TENSOR:
-        return sig.TensorSpec(k[2], k[1])
+        given = v.name if isinstance(v, sig.TensorSpec) else None
+        return sig.TensorSpec(k[2], k[1], given or name)
     if tag in (sig.LIST, sig.TUPLE):
         parts = [_to_specs(x, kk) for x, kk in zip(v, k[1])]
         return parts if tag == sig.LIST else tuple(parts)
@@ -215,7 +221,9 @@ class ConcreteFunction:
     def variables(self):
         return [src for _, src in self.graph.captures if hasattr(src, "_resolve_in")]
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            args = self._with_keywords(args, kwargs)
         leaves = []
         for a in args:
             _flatten_args(a, leaves)
@@ -244,11 +252,55 @@ class ConcreteFunction:
     def __repr__(self):
         return f"<gc.ConcreteFunction {self.name}{self.structured_input_signature}>"
 
+    def _with_keywords(self, args, kwargs):
+        """Positional `args` followed by the tensor arguments given by name (as TF's
+        concrete functions take them: `cf(x=t)`), in the trace's argument order."""
+        spec_args, spec_kwargs = self.structured_input_signature
+        names = [a.name if isinstance(a, sig.TensorSpec) else None
+                 for a in spec_args if _holds_input(a)]
+        names += [k for k, v in spec_kwargs.items() if _holds_input(v)]
+        rest = names[len(args):]
+        unknown = sorted(set(kwargs) - set(rest))
+        missing = [n for n in rest if n not in kwargs]
+        if unknown or missing:
+            named = ", ".join(repr(n) for n in names if n) or "none"
+            problem = (f"got unexpected keyword argument(s) {', '.join(map(repr, unknown))}"
+                       if unknown else f"is missing argument(s) {missing}")
+            raise TypeError(f"ConcreteFunction {self.name} {problem}; its tensor arguments "
+                            f"by name are {named} (Python values are baked in)")
+        return tuple(args) + tuple(kwargs[n] for n in rest)
+
+
+def _holds_input(v):
+    """True for a signature entry fed by arguments: a spec, a variable or a nest of them."""
+    if isinstance(v, sig.TensorSpec) or hasattr(v, "_resolve_in"):
+        return True
+    if isinstance(v, dict):
+        return any(_holds_input(x) for x in v.values())
+    return isinstance(v, (list, tuple)) and any(_holds_input(x) for x in v)
+
 
 def _capture_value(src, device):
     if type(src) is not Tensor:
         return src
     return src._dev if device and src._dev is not None else src._np
+
+
+def _unshared(out, leaves):
+    """`out`, copied when it is an argument's array or a view of one (an input returned as
+    is, reshaped or sliced): a Tensor is immutable, so it must not change when the caller
+    later writes into the numpy array it passed. A fresh result is returned as is."""
+    if type(out) is not ndarray:
+        return out
+    if out.base is None:
+        for a in leaves:
+            if a is out:
+                return out.copy()
+        return out
+    for a in leaves:
+        if type(a) is ndarray and may_share_memory(out, a):
+            return out.copy()
+    return out
 
 
 def _caller(run, captures, structure, device=False):
@@ -263,21 +315,22 @@ def _caller(run, captures, structure, device=False):
             return lambda leaves: wrap(run(leaves + captures)[i])
         return lambda leaves: _unflatten(structure, run(leaves + captures), wrap)
     if type(structure) is not _Slot:
-        if captures:
-            return lambda leaves: _unflatten(structure, run(leaves + captures))
-        return lambda leaves: _unflatten(structure, run(leaves))
+        def call_many(leaves):
+            outs = run(leaves + captures) if captures else run(leaves)
+            return _unflatten(structure, [_unshared(o, leaves) for o in outs])
+        return call_many
     i = structure.index
     if captures:
         def call_captures(leaves):
             t = new(Tensor)
-            t._np = run(leaves + captures)[i]
+            t._np = _unshared(run(leaves + captures)[i], leaves)
             t._sym = t._graph = t._dev = None
             return t
         return call_captures
 
     def call(leaves):
         t = new(Tensor)
-        t._np = run(leaves)[i]
+        t._np = _unshared(run(leaves)[i], leaves)
         t._sym = t._graph = t._dev = None
         return t
     return call

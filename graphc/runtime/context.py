@@ -175,3 +175,26 @@ def warn_at_user_line(message, category):
     warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno,
                            module=g.get("__name__"),
                            registry=g.setdefault("__warningregistry__", {}), module_globals=g)
+
+
+def located_errors(fn):
+    """Public op `fn`, whose plain TypeError/ValueError raised while tracing names the
+    user's line (as the errors of the ops' type rules do), also when it comes from the op's
+    own argument checks. Eager errors pass as they are (the traceback shows the line)."""
+    def op(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (TypeError, ValueError) as e:
+            if type(e) not in (TypeError, ValueError) or not _busy[0] or not _tls.stack \
+                    or "(while tracing " in str(e):
+                raise
+            loc = user_site()
+            if loc is None:
+                raise
+            raise type(e)(f"{e} (while tracing {format_location(loc)})") from None
+    op.__name__ = fn.__name__
+    op.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
+    op.__doc__ = fn.__doc__
+    op.__module__ = getattr(fn, "__module__", None)
+    op.__wrapped__ = fn
+    return op

@@ -4,6 +4,7 @@ import re
 import numpy as np
 
 from .. import dtypes as _dt
+from ..errors import DtypeChangeError
 from . import context, loop_vars as lv, nest
 from .context import building, current_graph
 from .dispatch import bind, constant, convert_to_tensor, is_number, resolve
@@ -187,9 +188,10 @@ def cond(pred, true_fn=None, false_fn=None, name=None, *, _names=None):
     for j, i in enumerate(keep):
         a, b = tg.outputs[j].type, fg.outputs[j].type
         if a.dtype is not b.dtype or type(a) is not type(b):
-            raise TypeError(f"cond: '{_name(names, i)}' is {_kind(a)} in the true branch but "
-                            f"{_kind(b)} in the false branch{lv.where()}; both branches must "
-                            "give the same kind of value with one dtype")
+            raise DtypeChangeError(
+                f"cond: '{_name(names, i)}' is {_kind(a)} in the true branch but {_kind(b)} in "
+                f"the false branch{lv.where()}; both branches must give the same kind of value "
+                "with one dtype")
         if isinstance(a, TensorType) and len(a.shape) != len(b.shape):
             raise ValueError(f"cond: '{_name(names, i)}' has rank {len(a.shape)} in the true "
                              f"branch but {len(b.shape)} in the false branch{lv.where()}")
@@ -236,7 +238,8 @@ def _check_same_structure(a, b, names):
 # -- while_loop --------------------------------------------------------------------------
 
 def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=None,
-               name=None, *, _names=None):
+               name=None, *, parallel_iterations=10, back_prop=True, swap_memory=False,
+               _names=None):
     """Repeat `loop_vars = body(*loop_vars)` while `cond(*loop_vars)`.
 
     `loop_vars` is a list or tuple (any nest inside: lists, tuples, dicts, namedtuples,
@@ -244,7 +247,18 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
     shape unless `shape_invariants` (a nest of shapes matching loop_vars, None for a
     dimension that may vary; None for a whole shape leaves every dimension free) allows it.
     `maximum_iterations` (int or int tensor) caps the number of iterations.
+    TF's `parallel_iterations` and `swap_memory` are scheduling hints with no effect on
+    results (accepted, unused); `back_prop=False` stops gradients through the result.
     """
+    out = _while_loop(cond, body, loop_vars, shape_invariants, maximum_iterations, _names)
+    if back_prop:
+        return out
+    from .autodiff.tape import stop_gradient
+    leaves = nest.flatten(out)
+    return nest.pack_as(out, [stop_gradient(x) if type(x) is Tensor else x for x in leaves])
+
+
+def _while_loop(cond, body, loop_vars, shape_invariants, maximum_iterations, _names):
     if not callable(cond) or not callable(body):
         raise TypeError("while_loop: cond and body must be callables")
     single = not isinstance(loop_vars, (list, tuple))

@@ -159,6 +159,10 @@ def _python_array(value, dtype):
         raise ValueError(f"cannot convert {_short(value)} to a tensor: nested lists of "
                          "different lengths (ragged); a tensor is rectangular. Fix: pad the "
                          "rows to one length") from None
+    if arr.dtype.kind == "O" and arr.size and all(
+            isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in arr.flat):
+        raise ValueError(f"cannot convert {_short(value)} to a tensor: an integer is out of "
+                         "the int64 range")
     if arr.dtype.kind not in "biuf":   # strings, bytes, complex, objects: never parsed or cut
         what = {"U": "string", "S": "bytes", "c": "complex", "O": "ragged or mixed"}.get(
             arr.dtype.kind, str(arr.dtype))
@@ -194,19 +198,39 @@ def _to_array(value, dtype):
     return np.array(arr, dtype=dtype.np, copy=True), dtype
 
 
-def constant(value, dtype=None, name=None):
+def constant(value, dtype=None, shape=None, name=None):
     """A tensor holding `value` (Python data, numpy data or a tensor), cast to `dtype` if given.
+    `shape` (as in TF): a scalar value is filled to that shape, other values are reshaped
+    to it (same number of elements).
 
     Inside a traced function this is a `constant` node with the value baked in.
     """
     dtype = None if dtype is None else _dt.as_dtype(dtype)
     if type(value) is Tensor or hasattr(value, "_graph_type"):
         t = convert_to_tensor(value)
-        return t if dtype is None or t.dtype is dtype else bind("cast", t, dtype=dtype)
+        t = t if dtype is None or t.dtype is dtype else bind("cast", t, dtype=dtype)
+        return t if shape is None else OPS["reshape"](t, shape)
     arr, _ = _to_array(value, dtype)
+    if shape is not None:
+        arr = _shaped(arr, shape)
     if context.current_graph() is not None:
         return bind("constant", value=arr)
     return Tensor._concrete(arr)
+
+
+def _shaped(arr, shape):
+    try:
+        dims = tuple(int(d) for d in ([shape] if isinstance(shape, numbers.Integral) else shape))
+    except TypeError:
+        raise TypeError(f"constant: shape must be a list of ints, got {shape!r}") from None
+    if any(d < 0 for d in dims):
+        raise ValueError(f"constant: shape {list(dims)} has a negative dimension")
+    if arr.size == 1:
+        return np.full(dims, arr.reshape(()), dtype=arr.dtype)
+    if arr.size != int(np.prod(dims, dtype=np.int64)):
+        raise TypeError(f"constant: a value of {arr.size} elements (shape {list(arr.shape)}) "
+                        f"cannot take shape {list(dims)}: give a scalar or as many elements")
+    return arr.reshape(dims)
 
 
 def convert_to_tensor(value, dtype=None, name=None):

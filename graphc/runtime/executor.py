@@ -69,6 +69,7 @@ def straight_runner(steps, n_in, out_idx, name="graph", consts=None, unpack=()):
     sequence even for one output. `f<i>` is a global of `run`: rebinding it in
     `run.__globals__` changes what later calls of step i run."""
     names = {f"_c{k}": v for k, v in (consts or {}).items()}
+    names["__name__"] = __name__     # warnings raised in the plan are graphc's (see __init__)
     lines = ["def run(args" + "".join(f", s{k}=_c{k}" for k in (consts or {})) + "):"]
     if n_in:
         lines.append(f"    {', '.join(f's{k}' for k in range(n_in))}, = args")

@@ -76,14 +76,57 @@ class _ParamInfo:
 
 
 def _check_input_signature(specs, params):
+    if not isinstance(specs, (list, tuple)) or _is_named(specs):
+        raise TypeError(f"input_signature must be a list or tuple with one gc.TensorSpec (or "
+                        f"a nest of them) per argument, got {specs!r}; e.g. "
+                        "input_signature=[gc.TensorSpec([None], gc.float32)]")
     specs = list(specs)
     for s in specs:
-        if not isinstance(s, sig.TensorSpec):
-            raise TypeError(f"input_signature must be a list of gc.TensorSpec, got {s!r}")
+        _check_spec_nest(s)
     if not params.has_var and len(specs) > len(params.params):
         raise TypeError(f"input_signature has {len(specs)} specs but the function takes "
                         f"{len(params.params)} arguments")
     return specs
+
+
+def _is_named(x):
+    return isinstance(x, tuple) and hasattr(x, "_fields")
+
+
+def _check_spec_nest(s):
+    """A TensorSpec, or a list, tuple, dict or namedtuple of them (as TF's nests)."""
+    if isinstance(s, sig.TensorSpec):
+        return
+    if isinstance(s, dict):
+        items = s.values()
+    elif isinstance(s, (list, tuple)) and s:
+        items = s
+    else:
+        raise TypeError(f"input_signature must be a list of gc.TensorSpec (or of lists, "
+                        f"tuples, dicts or namedtuples of them), got {s!r}")
+    for x in items:
+        _check_spec_nest(x)
+
+
+def _conform_nest(fname, name, v, spec):
+    """`v` checked against a nest of specs: the same structure, each leaf conformed."""
+    if isinstance(spec, sig.TensorSpec):
+        return _conform_leaf(fname, name, v, spec)
+    if v is spec:
+        return spec                     # get_concrete_function() with no arguments
+    if isinstance(spec, dict):
+        if not isinstance(v, dict) or set(v) != set(spec):
+            raise TypeError(f"{fname}(): argument '{name}' must be a dict with keys "
+                            f"{sorted(spec, key=str)} as in its input_signature, got {v!r}")
+        return {k: _conform_nest(fname, f"{name}[{k!r}]", v[k], spec[k]) for k in spec}
+    if not isinstance(v, (list, tuple)) or len(v) != len(spec) or _is_named(spec) and not (
+            _is_named(v) and type(v).__name__ == type(spec).__name__
+            and v._fields == spec._fields):       # by name: a loaded model has its own class
+        kind = type(spec).__name__ if _is_named(spec) else "a list or tuple"
+        raise TypeError(f"{fname}(): argument '{name}' must be {kind} of {len(spec)} items "
+                        f"as in its input_signature {spec!r}, got {v!r}")
+    parts = [_conform_nest(fname, f"{name}[{i}]", x, s) for i, (x, s) in enumerate(zip(v, spec))]
+    return type(spec)(*parts) if _is_named(spec) else type(spec)(parts)
 
 
 def _conform(values, specs, params, fname):
@@ -91,7 +134,6 @@ def _conform(values, specs, params, fname):
 
     Parameters past the signature keep their defaults (as in TF); passing them is an error.
     """
-    from .dispatch import constant
     names = params.names
     extra = values[len(specs):]
     for p, v in zip(params.params[len(specs):], extra):
@@ -99,30 +141,31 @@ def _conform(values, specs, params, fname):
             raise TypeError(f"{fname}() has input_signature of {len(specs)} tensors but was called "
                             f"with {len(specs) + len(extra)} arguments (argument '{p.name}' is "
                             "not in the input_signature)")
-    out = []
-    for name, v, spec in zip(names, values, specs):
-        if isinstance(v, sig.TensorSpec):
-            out.append(spec)
-            continue
-        if type(v) is Tensor or hasattr(v, "dtype") and hasattr(v, "shape"):
-            dtype = getattr(v, "dtype")
-            from .. import dtypes as _dt
-            if _dt.as_dtype(dtype) is not spec.dtype:
-                raise TypeError(f"{fname}(): argument '{name}' has dtype "
-                                f"{_dt.as_dtype(dtype).name} but input_signature expects "
-                                f"{spec!r}")
-            t = v if type(v) is Tensor else constant(v, spec.dtype)
-        else:
-            try:
-                t = constant(v, spec.dtype)
-            except (TypeError, ValueError) as e:
-                raise TypeError(f"{fname}(): argument '{name}'={v!r} cannot be converted for "
-                                f"input_signature {spec!r}: {e}") from None
-        if not spec.is_compatible_with(t):
-            raise ValueError(f"{fname}(): argument '{name}' has shape {list(t.shape)} which "
-                             f"does not match input_signature {spec!r}")
-        out.append(t)
+    out = [_conform_nest(fname, name, v, spec) for name, v, spec in zip(names, values, specs)]
     return out + list(extra)
+
+
+def _conform_leaf(fname, name, v, spec):
+    from .dispatch import constant
+    if isinstance(v, sig.TensorSpec):
+        return spec
+    if type(v) is Tensor or hasattr(v, "dtype") and hasattr(v, "shape"):
+        from .. import dtypes as _dt
+        dtype = _dt.as_dtype(getattr(v, "dtype"))
+        if dtype is not spec.dtype:
+            raise TypeError(f"{fname}(): argument '{name}' has dtype {dtype.name} but "
+                            f"input_signature expects {spec!r}")
+        t = v if type(v) is Tensor else constant(v, spec.dtype)
+    else:
+        try:
+            t = constant(v, spec.dtype)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"{fname}(): argument '{name}'={v!r} cannot be converted for "
+                            f"input_signature {spec!r}: {e}") from None
+    if not spec.is_compatible_with(t):
+        raise ValueError(f"{fname}(): argument '{name}' has shape {list(t.shape)} which "
+                         f"does not match input_signature {spec!r}")
+    return t
 
 
 _F32_MAX = 3.4028234663852886e38

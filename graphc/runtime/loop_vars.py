@@ -6,6 +6,7 @@ modes, so a loop that runs eagerly also traces, with the same error messages.
 import numpy as np
 
 from .. import dtypes as _dt
+from ..errors import DtypeChangeError
 from . import context, nest
 from .context import current_graph, format_location
 from .dispatch import bind, constant, convert_to_tensor, is_number
@@ -134,9 +135,10 @@ def body_output(out, vars_, single):
 def check_loop_var(name, a, b, have_invariants, when):
     """`a`: the type a loop var may have inside the loop; `b`: what the body made of it."""
     if type(a) is not type(b) or a.dtype is not b.dtype:
-        raise ValueError(f"while_loop: loop variable '{name}' enters the loop as {a} but the "
-                         f"body makes it {b}{where()}. A loop variable must keep its dtype: "
-                         "cast inside the body, or initialize it with the final dtype.")
+        raise DtypeChangeError(
+            f"while_loop: loop variable '{name}' enters the loop as {a} but the body makes it "
+            f"{b}{where()}. A loop variable must keep its dtype: cast inside the body, or "
+            "initialize it with the final dtype.")
     if isinstance(a, TensorType) and (len(a.shape) != len(b.shape) or any(
             x is not None and x != y for x, y in zip(a.shape, b.shape))):
         hint = ""

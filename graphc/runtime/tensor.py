@@ -21,7 +21,6 @@ class Tensor:
     """An immutable tensor. Concrete tensors hold a numpy value; symbolic ones, a graph Value."""
 
     __slots__ = ("_np", "_sym", "_graph", "_dev", "__weakref__")
-    __array_ufunc__ = None   # numpy defers `ndarray + Tensor` to our reflected operators
     __hash__ = None          # `==` is elementwise, as in TF; key tensors by id() instead
 
     # -- construction ------------------------------------------------------------------
@@ -131,8 +130,28 @@ class Tensor:
                                "use graphc ops (gc.*) inside compiled functions")
         if copy:    # np.array(t): a copy, never the buffer a compiled read may share
             return np.array(self._np, dtype=dtype, copy=True)
-        a = np.asarray(self._np)
-        return a if dtype is None else a.astype(dtype)
+        if dtype is not None and np.dtype(dtype) != self._np.dtype:
+            return np.asarray(self._np).astype(dtype)
+        a = np.asarray(self._np).view()    # read-only: writing into it would change the tensor
+        a.flags.writeable = False
+        return a
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """numpy's operators with a tensor (`ndarray + t`, `ndarray < t`) are the tensor's
+        own (a Tensor, graphc's dtype rules, symbolic while tracing); numpy's functions on
+        concrete tensors (`np.exp(t)`, `np.sum(t)`, `np.isnan(t)`) give numpy results, as
+        with TF's eager tensors."""
+        names = _BINOPS.get(ufunc.__name__)
+        if names is not None and method == "__call__" and len(inputs) == 2 and not kwargs:
+            a, b = inputs
+            if type(a) is Tensor:
+                return getattr(a, f"__{names[0]}__")(b)
+            return getattr(b, f"__{names[1]}__")(a)
+        if any(type(o) is Tensor for o in kwargs.get("out", ())):
+            raise TypeError(f"np.{ufunc.__name__}(..., out=tensor): a gc.Tensor is immutable; "
+                            "write into a numpy array (t.numpy()) instead")
+        arrays = [np.asarray(x) if type(x) is Tensor else x for x in inputs]
+        return getattr(ufunc, method)(*arrays, **kwargs)
 
     def __bool__(self):
         if self._np is None:
@@ -186,6 +205,12 @@ class Tensor:
     def __str__(self):
         return repr(self) if self._np is None else str(np.asarray(self._np))
 
+    def __format__(self, spec):
+        """f"{t:.2f}" formats the value, as TF's eager tensors (a 0-d one like a number)."""
+        if not spec or self._np is None:
+            return format(str(self), spec)
+        return format(np.asarray(self._np), spec)
+
     def __getitem__(self, index):
         return OPS["getitem"](self, index)
 
@@ -210,23 +235,45 @@ class Tensor:
     def __neg__(self): return OPS["negative"](self)
     def __pos__(self): return self
     def __abs__(self): return OPS["abs"](self)
-    def __invert__(self): return OPS["logical_not"](self)
-    def __and__(self, o): return OPS["logical_and"](self, o)
-    def __rand__(self, o): return OPS["logical_and"](o, self)
-    def __or__(self, o): return OPS["logical_or"](self, o)
-    def __ror__(self, o): return OPS["logical_or"](o, self)
+    # `~ & | ^` are logical on bool tensors and bitwise on integer ones, as in TF
+    def __invert__(self): return OPS["logical_not" if _is_bool(self) else "invert"](self)
+    def __and__(self, o): return OPS[_logic("and", self)](self, o)
+    def __rand__(self, o): return OPS[_logic("and", self)](o, self)
+    def __or__(self, o): return OPS[_logic("or", self)](self, o)
+    def __ror__(self, o): return OPS[_logic("or", self)](o, self)
+    def __xor__(self, o): return OPS[_logic("xor", self)](self, o)
+    def __rxor__(self, o): return OPS[_logic("xor", self)](o, self)
     def __lt__(self, o): return OPS["less"](self, o)
     def __le__(self, o): return OPS["less_equal"](self, o)
     def __gt__(self, o): return OPS["greater"](self, o)
     def __ge__(self, o): return OPS["greater_equal"](self, o)
-    def __eq__(self, o): return OPS["equal"](self, o)
-    def __ne__(self, o): return OPS["not_equal"](self, o)
+    # as TF: comparing with None is False / True (not an error), elementwise otherwise
+    def __eq__(self, o): return False if o is None else OPS["equal"](self, o)
+    def __ne__(self, o): return True if o is None else OPS["not_equal"](self, o)
+
+
+# numpy ufunc -> (operator, reflected operator) of Tensor, for `ndarray <op> tensor`
+_BINOPS = {
+    "add": ("add", "radd"), "subtract": ("sub", "rsub"), "multiply": ("mul", "rmul"),
+    "true_divide": ("truediv", "rtruediv"), "divide": ("truediv", "rtruediv"),
+    "floor_divide": ("floordiv", "rfloordiv"), "remainder": ("mod", "rmod"),
+    "power": ("pow", "rpow"), "matmul": ("matmul", "rmatmul"),
+    "bitwise_and": ("and", "rand"), "bitwise_or": ("or", "ror"), "bitwise_xor": ("xor", "rxor"),
+    "equal": ("eq", "eq"), "not_equal": ("ne", "ne"), "less": ("lt", "gt"),
+    "less_equal": ("le", "ge"), "greater": ("gt", "lt"), "greater_equal": ("ge", "le"),
+}
 
 
 def _is_bool(v):
     if isinstance(v, Tensor):
         return v.dtype is _dt.bool_
     return isinstance(v, (bool, np.bool_)) or (isinstance(v, np.ndarray) and v.dtype == bool)
+
+
+def _logic(op, t):
+    """logical_<op> for a bool tensor (and for float ones, whose dtype error names the
+    logical op), bitwise_<op> for an integer one."""
+    return f"bitwise_{op}" if t.dtype.is_integer else f"logical_{op}"
 
 
 def _bool_arith(op, symbol, t, other):

@@ -144,6 +144,9 @@ class _Loader:
         if d["input_signature"] is not None:
             specs_in = []
             for s in r._list(d["input_signature"], "input_signature"):
+                if isinstance(s, dict) and list(s) == ["nest"]:   # a nest of specs
+                    specs_in.append(specs.key_to_spec(specs.key_from_json(s["nest"], r)))
+                    continue
                 if not isinstance(s, list) or len(s) != 3 or not (s[2] is None or
                                                                   isinstance(s[2], str)):
                     r.fail(f"bad input_signature entry {s!r}")

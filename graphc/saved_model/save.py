@@ -9,6 +9,7 @@ import os
 
 import numpy as np
 
+from ..runtime import signature as sig
 from ..runtime.function import Function
 from ..runtime.tensor import Tensor
 from ..runtime.variables import Variable
@@ -108,7 +109,7 @@ class _Saver:
         where = f"gc.function {name!r}"
         entry = {"name": name, "params": specs.params_to_json(params),
                  "input_signature": None if input_signature is None else
-                 [[list(s.shape), s.dtype.name, s.name] for s in input_signature],
+                 [_spec_to_json(s, where) for s in input_signature],
                  "concrete": [self._concrete(key, cf, where) for key, cf in traces]}
         i = len(self.functions)
         self.functions.append(entry)
@@ -155,6 +156,13 @@ class _Saver:
             raise ValueError(f"gc.saved_model.save: signature {name!r} must be a gc.function "
                              f"with an input_signature, got {f!r}. Fix: "
                              "@gc.function(input_signature=[gc.TensorSpec(...), ...])")
+        nested = [p.name for s, p in zip(input_signature, _traces(f)[1])
+                  if not isinstance(s, sig.TensorSpec)]
+        if nested:
+            raise ValueError(f"gc.saved_model.save: signature {name!r} takes a nest of "
+                             f"TensorSpecs for {nested}; signature inputs are flat, one named "
+                             "tensor each. Fix: a gc.function with one TensorSpec per argument "
+                             "that calls this one")
         cf = f.get_concrete_function()
         i = self._function(f)
         _, params, _, traces = _traces(f)
@@ -224,3 +232,11 @@ def _functions(o):
 
 
 __all__ = ["save", "SerializeError"]
+
+
+def _spec_to_json(s, where):
+    """One input_signature entry: a TensorSpec as [shape, dtype, name]; a nest of them
+    (dict, list, tuple, namedtuple) as its key."""
+    if isinstance(s, sig.TensorSpec):
+        return [list(s.shape), s.dtype.name, s.name]
+    return {"nest": specs.key_to_json(sig.encode(s, []), where)}

@@ -172,7 +172,8 @@ def test_fused_patterns_agree(rows, cols, seed, dtype):
 def test_every_fusible_registry_op_is_covered():
     """A new elementwise op in the registry must be added to this harness."""
     covered = set(FLOAT_UNARY + INT_UNARY + BINARY + COMPARE + REDUCE) | {
-        "where", "logical_and", "logical_not", "logical_or", "cast", "fill", "stop_gradient"}
+        "where", "logical_and", "logical_not", "logical_or", "cast", "fill", "stop_gradient",
+        "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "logical_xor"}
     fusible = {n for n, d in REGISTRY.items() if d.kind in ("elementwise", "reduce")}
     missing = fusible - covered - {"reduce_all", "reduce_any"}
     assert not missing, f"ops without an agreement test: {sorted(missing)}"
@@ -286,3 +287,15 @@ def test_compiled_scalar_loops_agree(op, dtype, n, start):
     np.testing.assert_allclose(loop(acc, k).numpy(), ref.numpy(), rtol=1e-6)   # eager
     ((_, runner, reason),) = fast.get_concrete_function(acc, k).graph._numba_plan.loops
     assert runner is not None and runner.fn is not None, reason
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shapes=shape_pairs, dtype=st.sampled_from(["int32", "int64"]), seed=st.integers(0, 2**16))
+def test_bitwise_and_xor_ops_agree(shapes, dtype, seed):
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, size=shapes[0], dtype=dtype, endpoint=True)
+    y = rng.integers(info.min, info.max, size=shapes[1], dtype=dtype, endpoint=True)
+    _agree(lambda a, b: [gc.bitwise_and(a, b) - b, gc.bitwise_or(a, b) + 1,
+                         gc.bitwise_xor(a, b) * 3, gc.invert(a ^ b),
+                         gc.logical_xor(a > b, a < 0) | (a == b)], x, y)

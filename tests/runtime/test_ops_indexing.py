@@ -133,3 +133,15 @@ def test_unknown_dims_give_right_static_shape_and_values(fn, shape):
     for n in (2, 3):
         x = np.arange(4 * n, dtype=np.float32).reshape(n, 4)
         assert_same(f(x), fn(gc.constant(x)).numpy())
+
+
+def test_out_of_range_int_index_is_invalid_argument_eagerly_and_at_run_time():
+    x = gc.constant([1, 2])
+    for index in (5, -3, gc.constant(5)):          # eagerly: bad runtime input, as TF
+        with pytest.raises(gc.errors.InvalidArgumentError, match="index .* is out of range"):
+            x[index]
+    with pytest.raises(ValueError, match=r"out of range .*\(while tracing") as e:
+        gc.function(lambda t: t[5])(x)               # a static index: a trace-time error
+    assert not isinstance(e.value, gc.errors.InvalidArgumentError)
+    with pytest.raises(gc.errors.InvalidArgumentError, match="out of bounds"):
+        gc.function(lambda t, i: t[i])(x, gc.constant(5))

@@ -161,3 +161,81 @@ def test_dtype_equality_and_names():
     assert repr(gc.int32) == "gc.int32" and str(gc.int64) == "int64"
     assert gc.float32.is_floating and gc.int64.is_integer and gc.bool.is_bool
     assert gc.float64.as_numpy_dtype is np.float64
+
+
+def test_dtype_limits_and_sizes_as_tf():
+    assert gc.int32.min == -2**31 and gc.int32.max == 2**31 - 1 and gc.int32.size == 4
+    assert gc.int64.limits == (-2**63, 2**63 - 1) and gc.int64.size == 8
+    assert gc.float32.max == np.finfo(np.float32).max and gc.float32.min == -gc.float32.max
+    assert gc.float64.size == 8 and gc.bool.min is False and gc.bool.max is True
+    assert gc.float32.base_dtype is gc.float32 and not gc.int32.is_unsigned
+    assert gc.constant(gc.int32.max).dtype == gc.int32      # a limit fits its own dtype
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_constant_shape_fills_or_reshapes_as_tf(traced):
+    def make():
+        return (gc.constant(0, shape=[2, 3]), gc.constant([1, 2, 3, 4], shape=[2, 2]),
+                gc.constant([1.0, 2.0], gc.float64, [2, 1]), gc.constant([7], shape=3))
+    out = gc.function(make)() if traced else make()
+    np.testing.assert_array_equal(out[0].numpy(), np.zeros((2, 3), np.int32))
+    np.testing.assert_array_equal(out[1].numpy(), [[1, 2], [3, 4]])
+    assert out[2].dtype == gc.float64 and out[2].shape == (2, 1)
+    np.testing.assert_array_equal(out[3].numpy(), [7, 7, 7])
+    with pytest.raises(TypeError, match=r"3 elements .* cannot take shape \[2, 2\]"):
+        gc.constant([1, 2, 3], shape=[2, 2])
+    with pytest.raises(ValueError, match="negative dimension"):
+        gc.constant(1, shape=[-1])
+
+
+def test_comparing_with_none_is_a_python_bool_as_tf():
+    t = gc.constant([1, 2])
+    assert (t == None) is False and (t != None) is True       # noqa: E711
+    f = gc.function(lambda x: x * 2 if x != None else x)   # noqa: E711
+    np.testing.assert_array_equal(f(t).numpy(), [2, 4])
+    np.testing.assert_array_equal((t == 2).numpy(), [False, True])
+
+
+def test_numpy_functions_on_concrete_tensors_as_tf_eager_tensors():
+    t = gc.constant([1.0, 4.0])
+    assert np.sum(t) == 5.0 and np.max(t) == 4.0 and np.mean(t) == 2.5
+    np.testing.assert_array_equal(np.sqrt(t), [1.0, 2.0])
+    np.testing.assert_array_equal(np.isnan(gc.constant([np.nan, 1.0])), [True, False])
+    assert np.max(np.abs(t - np.array([1.0, 3.0], np.float32))) == 1.0
+    acc = np.zeros(2, np.float32)
+    acc += t                                   # into the caller's array
+    np.testing.assert_array_equal(acc, [1.0, 4.0])
+    with pytest.raises(TypeError, match="gc.Tensor is immutable"):
+        np.add(np.ones(2, np.float32), 1, out=t)
+
+
+def test_numpy_operators_with_a_tensor_stay_tensor_ops():
+    t = gc.constant([1.0, 4.0])
+    for got, want in [(np.ones(2, np.float32) + t, [2.0, 5.0]),
+                      (np.float32(2) * t, [2.0, 8.0]),
+                      (np.full(2, 2.0, np.float32) < t, [False, True]),
+                      (np.array([1, 6], np.int32) ^ gc.constant([3, 3]), [2, 5])]:
+        assert type(got) is gc.Tensor
+        np.testing.assert_array_equal(got.numpy(), want)
+    with pytest.raises(TypeError, match="different dtypes float64 and float32"):
+        np.ones(2) + t                         # graphc's (TF's) dtype rule, not numpy's
+    f = gc.function(lambda x: np.ones(2, np.float32) * x + 1.0)
+    np.testing.assert_array_equal(f(t).numpy(), [2.0, 5.0])
+    with pytest.raises(gc.errors.OperatorNotAllowedInGraphError):
+        gc.function(lambda x: np.exp(x))(t)    # numpy functions are not converted
+
+
+def test_format_spec_formats_the_value():
+    assert f"{gc.constant(1.5):.2f}" == "1.50" and f"{gc.constant(3):4d}" == "   3"
+    assert f"{gc.constant([1.0, 2.0])}" == "[1. 2.]" and "{:>4}".format(gc.constant(7)) == "   7"
+    seen = []
+    gc.function(lambda x: seen.append(f"{x}") or x)(gc.constant(1.0))
+    assert "symbolic" in seen[0]                # while tracing: no value to format
+
+
+def test_python_ints_beyond_int64_are_an_out_of_range_error():
+    for value in (-2**63 - 1, [1, 2**64], 2**63):
+        with pytest.raises(ValueError, match="out of range|out of the int64 range"):
+            gc.constant(value)
+    with pytest.raises(TypeError, match="string data"):
+        gc.constant([1, "a"])

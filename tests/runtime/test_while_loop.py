@@ -237,3 +237,21 @@ def test_variable_arguments_are_written_inside_loops_and_branches():
     assert float(f(b, gc.constant(3))) == 13.0
     assert float(f(a, gc.constant(3))) == 6.0
     assert f.tracing_count == 1 and float(a.numpy()) == 6.0 and float(b.numpy()) == 13.0
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_tf_keywords_parallel_iterations_swap_memory_back_prop(traced):
+    def grads(x):
+        with gc.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            body = lambda i, y: (i + 1, y * x)          # noqa: E731
+            a = gc.while_loop(lambda i, y: i < 3, body, [0, x], parallel_iterations=1,
+                              swap_memory=True)[1]
+            b = gc.while_loop(lambda i, y: i < 3, body, [0, x], back_prop=False)[1]
+            c = b + x
+        return a, b, tape.gradient(a, x), tape.gradient(c, x)
+    run = gc.function(grads) if traced else grads
+    a, b, da, db = run(gc.constant(2.0))
+    assert float(a) == float(b) == 16.0
+    assert float(da) == 32.0            # d(x^4)/dx
+    assert float(db) == 1.0             # back_prop=False: only the `+ x` term

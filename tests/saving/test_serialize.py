@@ -24,6 +24,8 @@ def elementwise(x, k):
     m = gc.logical_or(gc.logical_and(x > 0.0, x <= 2.0), gc.logical_not(x >= 1.0))
     m = gc.logical_or(m, gc.logical_and(gc.equal(x, 1.5), gc.not_equal(x, 0.0)))
     i = k // 3 + k % 5 - gc.cast(x < 1.0, gc.int32) + gc.pow(k, 2)
+    i = i + (k & 6) - (k | 3) + (k ^ 5) * ~k
+    m = m ^ gc.logical_xor(x > 1.0, m)
     return gc.where(m, y, -0.0), i, gc.cast(y, gc.float64) * 1e-300
 
 
@@ -72,7 +74,8 @@ def effects(x, v):
     v.assign_add(gc.ones([3]))
     v.assign_sub(x[1] * 0.5)
     return (v.read_value() + gc.random.normal([3], seed=3)
-            + gc.random.uniform([3], minval=-1.0, maxval=1.0))
+            + gc.random.uniform([3], minval=-1.0, maxval=1.0)
+            + gc.cast(gc.random.uniform([3], 0, 9, dtype=gc.int32), gc.float32))
 
 
 def gradients(x):

@@ -58,23 +58,24 @@ def len_(value):
 def gc_range_(start, limit=None, delta=1, dtype=None, name="range"):
     """`gc.range(...)`: while tracing, a lazy range, so `for i in gc.range(n)` counts with
     a loop counter instead of materializing the whole range tensor first."""
-    from ...runtime.ops.creation import range as gc_range
-    if not lint.tracing():
-        return gc_range(start, limit, delta, dtype=dtype, name=name)
+    if not lint.tracing() or (type(delta) in (int, float) and delta == 0):
+        # eager, or an error to raise now (at the user's line), not when the range is used
+        return _gc_ranges()[0](start, limit, delta, dtype=dtype, name=name)
     if limit is None:
         start, limit = 0, start
     return LazyRange(start, limit, delta, dtype)
 
 
-def _gc_range():
-    from ...runtime.ops.creation import range as gc_range
-    return gc_range
+def _gc_ranges():
+    """gc.range as published (wrapped by located_errors) and as defined."""
+    from ...runtime.ops import PUBLIC
+    return PUBLIC["range"], PUBLIC["range"].__wrapped__
 
 
 _BUILTINS = {id(f): (f, impl) for f, impl in
              ((builtins.print, print_), (builtins.range, range_), (builtins.len, len_),
               (builtins.enumerate, enumerate_), (builtins.zip, zip_),
-              (builtins.reversed, reversed_), (_gc_range(), gc_range_))}
+              (builtins.reversed, reversed_)) + tuple((r, gc_range_) for r in _gc_ranges())}
 
 
 # -- lint of calls that run only at trace time -------------------------------------------

@@ -1,4 +1,5 @@
 """The op families. Importing this registers every primitive and publishes the public functions."""
+from ..context import located_errors
 from ..tensor import OPS
 from . import creation, elementwise, io, random  # noqa: F401
 
@@ -14,4 +15,8 @@ for _extra in ("reduce", "shape", "linalg"):
         if _e.name != f"{__name__}.{_extra}":
             raise
 
+from . import compat  # noqa: E402  (identity, rank, add_n: composites of the above)
+PUBLIC.update(compat.PUBLIC)
+# errors of an op's own argument checks name the user's line while tracing
+PUBLIC = {name: located_errors(fn) for name, fn in PUBLIC.items()}
 OPS.update(PUBLIC)

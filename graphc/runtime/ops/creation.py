@@ -4,6 +4,7 @@ import numpy as np
 from ... import dtypes as _dt
 from ..dispatch import bind, constant, convert_to_tensor, is_number
 from ..registry import register, ELEMENTWISE, OPAQUE
+from ..static_value import static_value
 from ..tensor import Tensor, OPS
 from ._rules import NUMERIC, check_kind, tensor
 
@@ -15,14 +16,17 @@ register("constant", lambda types, value: [tensor(_dt.from_numpy(value.dtype), v
 def _static_shape(op, shape):
     """A shape argument as a tuple of non-negative ints (lists, tuples and concrete tensors)."""
     if type(shape) is Tensor:
-        if shape.is_symbolic:
-            return None
-        shape = shape.numpy().tolist()
+        known = static_value(shape)
+        if known is None:
+            return None   # dims known only at run time: callers use broadcast_to
+        shape = known.tolist()
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
-    if isinstance(shape, (list, tuple)) and any(type(d) is Tensor and d.is_symbolic
-                                                for d in shape):
-        return None   # dims known only at run time: callers use broadcast_to
+    if isinstance(shape, (list, tuple)) and any(type(d) is Tensor for d in shape):
+        dims = [static_value(d) if type(d) is Tensor else d for d in shape]
+        if any(d is None for d in dims):
+            return None
+        shape = [d.tolist() if isinstance(d, np.ndarray) else d for d in dims]
     try:
         dims = tuple(int(d) for d in shape)
     except TypeError:

@@ -146,6 +146,12 @@ for _name, _fn, _sym in [("equal", np.equal, "=="), ("not_equal", np.not_equal, 
 _binary("logical_and", np.logical_and, "({0} and {1})", kind=BOOL)
 _binary("logical_or", np.logical_or, "({0} or {1})", kind=BOOL)
 _unary("logical_not", np.logical_not, "(not {0})", BOOL)
+_binary("logical_xor", np.logical_xor, "({0} != {1})", kind=BOOL)
+# on integers `&`, `|`, `^`, `~` are bitwise, as TF's operators (tf.bitwise.*)
+_binary("bitwise_and", np.bitwise_and, "({0} & {1})", kind=INTEGER)
+_binary("bitwise_or", np.bitwise_or, "({0} | {1})", kind=INTEGER)
+_binary("bitwise_xor", np.bitwise_xor, "({0} ^ {1})", kind=INTEGER)
+_unary("invert", np.invert, "(~{0})", INTEGER)
 
 
 def _where_infer(types):
@@ -199,9 +205,10 @@ def _public_unary(name):
 
 _BINARY = ["add", "subtract", "multiply", "divide", "floordiv", "mod", "pow", "maximum",
            "minimum", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-           "logical_and", "logical_or"]
+           "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
+           "bitwise_xor"]
 _UNARY = ["negative", "abs", "sign", "square", "exp", "log", "log1p", "sqrt", "rsqrt", "sin",
-          "cos", "tan", "tanh", "floor", "ceil", "round", "erf", "logical_not"]
+          "cos", "tan", "tanh", "floor", "ceil", "round", "erf", "logical_not", "invert"]
 PUBLIC = {n: _public_binary(n) for n in _BINARY}
 PUBLIC.update({n: _public_unary(n) for n in _UNARY})
 

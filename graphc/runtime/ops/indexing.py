@@ -9,6 +9,7 @@ A 1-D+ int tensor (or list of ints) gathers along its axis, in place (like gc.ga
 import numpy as np
 
 from ...errors import InvalidArgumentError
+from ..context import current_graph
 from ..dispatch import bind, convert_to_tensor
 from ... import dtypes as _dt
 from ..registry import register, SHAPE, OPAQUE
@@ -61,7 +62,10 @@ def _getitem_infer(types, index):
         if kind == "int":
             v = item[1]
             if not isinstance(v, str) and dim is not None and not -dim <= v < dim:
-                raise ValueError(f"getitem: index {v} is out of range for axis {d} with size "
+                # eagerly a bad runtime input, as TF's InvalidArgumentError (a ValueError);
+                # while tracing a plain ValueError at the user's line, as TF's shape check
+                error = ValueError if current_graph() is not None else InvalidArgumentError
+                raise error(f"getitem: index {v} is out of range for axis {d} with size "
                                  f"{dim} (tensor of shape {_dims(x.shape)}, index "
                                  f"{_show(index)})")
         elif kind == "slice":

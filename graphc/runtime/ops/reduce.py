@@ -11,15 +11,17 @@ from ... import dtypes as _dt
 from ...errors import InvalidArgumentError
 from ..dispatch import bind, constant, convert_to_tensor
 from ..registry import register, REDUCE, OPAQUE
+from ..static_value import static_value
 from ..tensor import Tensor
 from ._rules import NUMERIC, BOOL, check_kind, tensor
 
 
 def static_int(op, value, what="axis"):
     """A Python int from an int, numpy int or concrete scalar int tensor (else TypeError)."""
-    if type(value) is Tensor and not value.is_symbolic and value.dtype.is_integer \
-            and value.ndim == 0:
-        return int(value.numpy())
+    if type(value) is Tensor and value.dtype.is_integer and value.ndim == 0:
+        known = static_value(value)      # concrete, or known while tracing (gc.constant)
+        if known is not None:
+            return int(known)
     if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
         return int(value)
     raise TypeError(f"{op}: {what} must be a Python int, got {value!r}")
@@ -38,8 +40,8 @@ def normalize_axes(op, axis, ndim):
     """axis=None|int|list|tuple -> sorted tuple of distinct axes in [0, ndim)."""
     if axis is None:
         return tuple(range(ndim))
-    if type(axis) is Tensor and not axis.is_symbolic and axis.ndim == 1:
-        axis = axis.numpy().tolist()
+    if type(axis) is Tensor and axis.ndim == 1 and static_value(axis) is not None:
+        axis = static_value(axis).tolist()
     items = list(axis) if isinstance(axis, (list, tuple)) else [axis]
     axes = [normalize_axis(op, a, ndim) for a in items]
     if len(set(axes)) != len(axes):

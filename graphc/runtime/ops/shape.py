@@ -10,6 +10,7 @@ from ... import dtypes as _dt
 from ...errors import InvalidArgumentError
 from ..dispatch import bind, constant, convert_like, convert_to_tensor
 from ..registry import register, SHAPE
+from ..static_value import static_value
 from ..tensor import Tensor
 from ._rules import INTEGER, check_kind, same_dtype, tensor
 from .reduce import static_int, normalize_axis, normalize_axes, run_checked
@@ -418,8 +419,8 @@ register("tile", _tile_infer, lambda x, multiples: np.tile(x, multiples), kind=S
 def tile(input, multiples, name=None):
     """Repeat `input` `multiples[i]` times along each axis i (multiples must be static)."""
     x = convert_to_tensor(input)
-    if type(multiples) is Tensor and not multiples.is_symbolic:
-        multiples = multiples.numpy().tolist()
+    if type(multiples) is Tensor and static_value(multiples) is not None:
+        multiples = static_value(multiples).tolist()
     if type(multiples) is Tensor:
         raise TypeError("tile: multiples must be static (a list of ints) inside a compiled "
                         "function; got a symbolic tensor")

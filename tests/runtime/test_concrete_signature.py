@@ -1,0 +1,65 @@
+"""ConcreteFunction as in TF: structured_input_signature names a top-level tensor
+argument's spec after the argument (or keeps the name it was given), and a concrete
+function takes its tensor arguments by name too (`cf(x=t)`)."""
+import numpy as np
+import pytest
+
+import graphc as gc
+
+
+@gc.function
+def affine(x, n, y, *, z):
+    return x * n + y * z
+
+
+def concrete():
+    return affine.get_concrete_function(gc.TensorSpec([2], gc.float32), 3,
+                                        gc.TensorSpec([], gc.float32),
+                                        z=gc.TensorSpec([], gc.float32))
+
+
+def test_specs_are_named_after_the_arguments():
+    args, kwargs = concrete().structured_input_signature
+    assert [a.name for a in args if isinstance(a, gc.TensorSpec)] == ["x", "y"]
+    assert args[1] == 3 and kwargs["z"].name == "z"
+    # a spec without a name still compares equal (TensorSpec([2]) is the spec of 'x')
+    assert args == (gc.TensorSpec([2], gc.float32), 3, gc.TensorSpec([], gc.float32))
+    assert args[0] == gc.TensorSpec([2], gc.float32, name="x")
+    assert args[0] != gc.TensorSpec([2], gc.float32, name="other")
+    assert args[0] != gc.TensorSpec([3], gc.float32)
+    assert len({gc.TensorSpec([2], gc.float32), args[0]}) == 1      # hash agrees with ==
+
+
+def test_given_spec_names_and_input_signature_names():
+    @gc.function
+    def f(x):
+        return x + 1
+    cf = f.get_concrete_function(gc.TensorSpec([None], gc.float32, name="inp"))
+    assert cf.structured_input_signature[0][0].name == "inp"
+
+    @gc.function(input_signature=[gc.TensorSpec([None], gc.float32),
+                                  gc.TensorSpec([], gc.int32)])
+    def g(a, b):
+        return a * gc.cast(b, gc.float32)
+    g(np.ones(2, np.float32), 2)
+    args, _ = g.get_concrete_function().structured_input_signature
+    assert [s.name for s in args] == ["a", "b"]
+
+
+def test_concrete_function_takes_tensor_arguments_by_name():
+    cf = concrete()
+    x, y, z = gc.constant([1.0, 2.0]), gc.constant(1.0), gc.constant(2.0)
+    want = np.array([5.0, 8.0], np.float32)
+    for call in (lambda: cf(x, y, z), lambda: cf(x=x, y=y, z=z), lambda: cf(x, z=z, y=y),
+                 lambda: cf(x, y, z=z)):
+        np.testing.assert_array_equal(call().numpy(), want)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"x": 1, "y": 1}, r"missing argument\(s\) \['z'\]"),
+    ({"x": 1, "y": 1, "z": 1, "w": 1}, "unexpected keyword argument\\(s\\) 'w'"),
+    ({"n": 1}, "unexpected keyword argument\\(s\\) 'n'.*'x', 'y', 'z'.*baked in"),
+])
+def test_bad_keywords_name_the_tensor_arguments(kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        concrete()(**kwargs)
