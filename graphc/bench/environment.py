@@ -24,6 +24,17 @@ def _version(module):
         return None
 
 
+def _distribution(*names):
+    """The installed version of the first distribution of `names` (nothing imported)."""
+    from importlib import metadata
+    for name in names:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
 def describe_machine():
     """Date, cores, CPU, OS and the versions that matter, as a dict of strings and ints."""
     import graphc
@@ -39,6 +50,8 @@ def describe_machine():
         "numba": _version("numba"),
         "tensorflow": _version("tensorflow") if _installed("tensorflow") else None,
         "jax": _version("jax") if _installed("jax") else None,
+        "numba-cuda": _distribution("numba-cuda"),
+        "cupy": _distribution("cupy-cuda12x", "cupy-cuda13x", "cupy"),
         "thread_env": {k: os.environ[k] for k in _THREAD_VARS if k in os.environ},
     }
 

@@ -15,7 +15,8 @@ def header_lines(report):
     the CPU hogs of --contended, and the triad reference."""
     m = report.machine
     versions = ", ".join(f"{k} {m[k]}" for k in ("python", "graphc", "numpy", "numba",
-                                                 "tensorflow", "jax") if m.get(k))
+                                                 "numba-cuda", "cupy", "tensorflow", "jax")
+                         if m.get(k))
     threads = " ".join(f"{k}={v}" for k, v in (m.get("thread_env") or {}).items())
     if threads:
         versions += f"; {threads}"
@@ -31,6 +32,9 @@ def header_lines(report):
              contention_line(report.contention),
              f"numpy triad a = b + s*c on {report.triad_elements:,} float32: "
              f"{report.triad_gbps:.1f} GB/s"]
+    if report.device_copy_gbps:
+        lines.append(f"cuda device-to-device copy on {report.triad_elements:,} float32: "
+                     f"{report.device_copy_gbps:.1f} GB/s (bytes read + written)")
     return lines
 
 
@@ -85,6 +89,7 @@ def note_lines(report):
         if w.skipped:
             notes.append(f"- {w.name} skipped: {w.skipped}")
         notes.extend(f"- {w.name}: {n}" for n in w.notes)
+        notes.extend(_device_fraction(w, report.device_copy_gbps))
     unused = [f"{name} ({why})" for name, why in report.peers.items() if why]
     if unused:
         notes.append(f"- peers not run: {', '.join(unused)}")
@@ -93,7 +98,19 @@ def note_lines(report):
                  "tracing and compiling; vs eager = eager median / median")
     notes.append("- GB/s = bytes a single fused pass reads and writes / median "
                  "(memory-bound workloads), to compare with the numpy triad above")
+    if report.device_copy_gbps:
+        notes.append("- cuda: inputs uploaded to the device before timing; each timed batch "
+                     "ends with a device synchronization (every launch counted complete)")
     return notes
+
+
+def _device_fraction(w, copy_gbps):
+    """'- softmax: cuda at 71% of the device copy bandwidth' for memory-bound workloads."""
+    r = next((r for r in w.results if r.mode == "cuda"), None)
+    if not copy_gbps or r is None or r.gbps is None:
+        return []
+    return [f"- {w.name}: cuda at {100 * r.gbps / copy_gbps:.0f}% of the device copy "
+            f"bandwidth ({r.gbps:.1f} of {copy_gbps:.1f} GB/s)"]
 
 
 def write_json(report, path):

@@ -56,6 +56,7 @@ class BenchReport:
     peers: dict            # peer name -> None when used, else why not
     workloads: list
     contention: dict = None   # --contended: the CPU hogs that ran (Contention.to_json)
+    device_copy_gbps: float = None   # cuda: device-to-device copy on triad_elements float32
 
     def to_json(self):
         """A plain dict (the --json file's content)."""
@@ -112,7 +113,8 @@ def run(names, backends, quick=False, min_time=0.5, peers=True, seed=0, out=None
 def _gpu_name():
     from numba import cuda
     dev = cuda.get_current_device()
-    name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+    name = getattr(dev, "name", "numba-cuda's simulator")
+    name = name.decode() if isinstance(name, bytes) else str(name)
     return f"{name} (compute capability {'.'.join(map(str, dev.compute_capability))})"
 
 
@@ -122,6 +124,13 @@ def _run(names, backends, quick, min_time, peers, seed, out, contention):
     out.flush()
     triad = timing.numpy_triad_gbps(triad_n, min_time)
     out.write(f" {triad:.1f} GB/s\n")
+    device_copy = None
+    if "cuda" in backends:
+        from . import gpu
+        out.write(f"measuring cuda device-to-device copy bandwidth ({triad_n:,} float32) ...")
+        out.flush()
+        device_copy = gpu.copy_gbps(triad_n, min_time)
+        out.write(f" {device_copy:.1f} GB/s\n")
     if contention is not None:
         out.write(f"--contended: {hogs_text(len(contention.cores))} while each workload "
                   f"is timed ({contention.note})\n")
@@ -142,7 +151,7 @@ def _run(names, backends, quick, min_time, peers, seed, out, contention):
         results.append(result)
     return BenchReport(describe_machine(), quick, min_time, ["eager"] + list(backends),
                        triad, triad_n, peer_status, results,
-                       None if contention is None else contention.to_json())
+                       None if contention is None else contention.to_json(), device_copy)
 
 
 def run_workload(workload, sizes, backends, peer_list, min_time, seed=0, out=None,
@@ -163,10 +172,10 @@ def run_workload(workload, sizes, backends, peer_list, min_time, seed=0, out=Non
     series = []
     for mode, kind, backend in modes:
         case = workload.build(sizes, seed)
-        call = _graphc_call(case, backend)
+        call, finish = _graphc_call(case, backend)
         check = _checker(workload, mode, case, reference, labels)
         try:
-            x = timing.Series(_failing_as(workload, mode, call), check)  # checked first
+            x = timing.Series(_failing_as(workload, mode, call), check, finish)  # checked first
         except BenchError:
             raise
         except Exception as e:  # noqa: BLE001 - reported with the workload and mode
@@ -229,10 +238,15 @@ def _failing_as(workload, mode, call):
 
 
 def _graphc_call(case, backend):
+    """(the call to time, what closes a timed batch or None)."""
     if backend is None:
-        return lambda: case.fn(*case.args)
+        return (lambda: case.fn(*case.args)), None
     compiled = gc.function(case.fn, backend=backend)
-    return lambda: compiled(*case.args)
+    if backend == "cuda":
+        from . import gpu
+        args = gpu.on_device(case.args)
+        return (lambda: compiled(*args)), gpu.synchronize
+    return (lambda: compiled(*case.args)), None
 
 
 def _checker(workload, mode, case, reference, labels):

@@ -33,17 +33,25 @@ class Timing:
 
 
 class Series:
-    """One call being timed: its first call is done, later batches are added one by one."""
+    """One call being timed: its first call is done, later batches are added one by one.
 
-    def __init__(self, call, observe):
+    `finish()`, when given, runs inside the timed region after the first call, the warm-up
+    and each batch: for a GPU, the device synchronization that makes asynchronous launches
+    count as done (one per batch, so the steady state is the device's throughput, as
+    torch.utils.benchmark and triton's do_bench measure it)."""
+
+    def __init__(self, call, observe, finish=None):
         self.call = call
+        self.finish = finish or _nothing
         t0 = clock()
         output = call()
+        self.finish()
         self.first = clock() - t0
         self.output = observe(output)
         settle()
         t0 = clock()
         call()                                      # warm-up, and the batch-size estimate
+        self.finish()
         estimate = max(clock() - t0, 1e-9)
         settle()
         self.batch = max(1, int(_BATCH_SECONDS / estimate))
@@ -56,9 +64,11 @@ class Series:
         # 4.8 ms instead of 2.2 ms on the 2-core VM), and back-to-back calls are what the
         # steady state means
         self.call()
+        self.finish()
         t0 = clock()
         for _ in range(self.batch):
             self.call()
+        self.finish()
         elapsed = clock() - t0
         self.spent += elapsed
         self.samples.append(elapsed / self.batch)
@@ -66,6 +76,10 @@ class Series:
     def timing(self):
         return Timing(self.first, statistics.median(self.samples),
                       self.batch * len(self.samples), len(self.samples), self.output)
+
+
+def _nothing():
+    pass
 
 
 def measure(call, min_time, min_repeats=3, observe=lambda output: output):
@@ -79,13 +93,13 @@ def measure(call, min_time, min_repeats=3, observe=lambda output: output):
     return measure_interleaved([(call, observe)], min_time, min_repeats)[0]
 
 
-def measure_interleaved(calls, min_time, min_repeats=3):
+def measure_interleaved(calls, min_time, min_repeats=3, finish=None):
     """Time several `(call, observe)` pairs as `measure` does, but in rounds: each round
     runs one batch of every call, until each has had `min_time` seconds. On a shared
     machine whose speed drifts from one second to the next, every call then sees the same
     mix of quiet and busy moments, so their ratios mean something. First calls (and
     `observe`) run in the order given, before any repeat."""
-    series = [Series(call, observe) for call, observe in calls]
+    series = [Series(call, observe, finish) for call, observe in calls]
     sample_interleaved(series, min_time, min_repeats)
     return [x.timing() for x in series]
 

@@ -1,0 +1,184 @@
+"""backend="cuda" on a real GPU: the figures issue 15 asks for, in one run.
+
+- memory-bound workloads (elementwise chain, softmax, layernorm) at graphc bench's sizes
+  and at sizes that fill the device, as GB/s next to a device-to-device copy of the same
+  bytes measured in the same run;
+- the MLP train step (graphc bench's 784-256-10, batch 128, and a larger 4096-batch one) on
+  cuda against the numba CPU backend of the same machine;
+- a cached call of a small function (`x + y` on two scalars) and its floor: one empty
+  numba-cuda launch, and one launch plus a synchronization.
+
+Every cuda result is checked against backend="numpy" first. Inputs live on the device
+before timing; each timed batch ends with a device synchronization. Run:
+`python benchmarks/cuda_bench.py [--min-time S] [--json FILE] [--profile]`.
+"""
+import argparse
+import cProfile
+import io
+import json
+import pstats
+import sys
+
+import numpy as np
+
+import graphc as gc
+from graphc.bench import gpu, timing, workloads
+
+
+SIZES = [("elementwise", {"n": 10_000_000}), ("elementwise", {"n": 100_000_000}),
+         ("softmax", {"rows": 4096, "cols": 1024}), ("softmax", {"rows": 65536, "cols": 1024}),
+         ("layernorm", {"rows": 8192, "cols": 512}), ("layernorm", {"rows": 131072, "cols": 512})]
+MLP_SIZES = [{"in": 784, "hidden": 256, "out": 10, "batch": 128},
+             {"in": 784, "hidden": 1024, "out": 10, "batch": 4096}]
+SMALL = [("elementwise", {"n": 300}), ("softmax", {"rows": 4, "cols": 40}),
+         ("layernorm", {"rows": 4, "cols": 24})]
+SMALL_MLP = [{"in": 12, "hidden": 8, "out": 3, "batch": 4}]
+
+
+def _case(name, sizes):
+    return workloads.WORKLOADS[name].build(sizes, 0)
+
+
+def _check(got, want, rtol, atol, what):
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if not np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
+        bad = np.abs(got - want).max()
+        raise SystemExit(f"{what}: cuda disagrees with the numpy backend (max diff {bad})")
+
+
+def memory_bound(name, sizes, min_time):
+    w = workloads.WORKLOADS[name]
+    case = _case(name, sizes)
+    want = gc.function(case.fn, backend="numpy")(*case.args).numpy()
+    f = gc.function(case.fn, backend="cuda")
+    args = gpu.on_device(case.args)
+    _check(f(*args).numpy(), want, w.rtol, w.atol, f"{name} {sizes}")
+    nbytes = w.bytes_moved(sizes)
+    n = nbytes // 8          # the copy of the same bytes: n float32 read, n written
+    from numba import cuda
+    src = cuda.to_device(np.random.default_rng(1).random(n, dtype=np.float32))
+    dst = cuda.device_array_like(src)
+    t_fn, t_copy = timing.measure_interleaved(
+        [(lambda: f(*args), lambda o: None), (lambda: dst.copy_to_device(src), lambda o: None)],
+        min_time, finish=gpu.synchronize)
+    gbps, copy = nbytes / t_fn.median_s / 1e9, nbytes / t_copy.median_s / 1e9
+    return {"workload": name, "sizes": sizes, "bytes": nbytes, "median_s": t_fn.median_s,
+            "first_s": t_fn.first_s, "gbps": gbps, "copy_gbps": copy,
+            "copy_median_s": t_copy.median_s, "fraction": gbps / copy}
+
+
+def mlp(sizes, min_time):
+    calls, firsts, out = {}, {}, {}
+    for backend in ("numpy", "numba", "cuda"):
+        case = _case("mlp_train_step", sizes)
+        f = gc.function(case.fn, backend=backend)
+        args = gpu.on_device(case.args) if backend == "cuda" else case.args
+        out[backend] = float(f(*args).numpy())
+        calls[backend] = (lambda f=f, a=args: f(*a))
+    _check(out["cuda"], out["numpy"], 1e-4, 1e-5, f"mlp {sizes}")
+    names = list(calls)
+    res = timing.measure_interleaved([(calls[k], lambda o: None) for k in names], min_time,
+                                     finish=gpu.synchronize)
+    med = {k: r.median_s for k, r in zip(names, res)}
+    firsts = {k: r.first_s for k, r in zip(names, res)}
+    return {"sizes": sizes, "median_s": med, "first_s": firsts,
+            "cuda_vs_numba": med["numba"] / med["cuda"]}
+
+
+def dispatch(min_time):
+    from numba import cuda
+
+    @cuda.jit
+    def empty(a):
+        pass
+
+    case = _case("dispatch", {})
+    f = gc.function(case.fn, backend="cuda")
+    args = gpu.on_device(case.args)
+    assert float(f(*args).numpy()) == 3.75
+    a = cuda.device_array(1, np.float32)
+    empty[1, 32](a)
+    cuda.synchronize()
+
+    def launch_sync():
+        empty[1, 32](a)
+        cuda.synchronize()
+
+    def call_sync():
+        f(*args)
+        cuda.synchronize()
+
+    res = timing.measure_interleaved(
+        [(lambda: f(*args), lambda o: None), (call_sync, lambda o: None),
+         (lambda: empty[1, 32](a), lambda o: None), (launch_sync, lambda o: None),
+         (lambda: cuda.device_array(1, np.float32), lambda o: None)],
+        min_time, finish=gpu.synchronize)
+    keys = ["cached_call", "cached_call_sync_each", "empty_launch", "empty_launch_sync_each",
+            "device_array_1"]
+    return {k: r.median_s for k, r in zip(keys, res)}
+
+
+def profile(fn, n=300):
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(n):
+        fn()
+    gpu.synchronize()
+    pr.disable()
+    s = io.StringIO()
+    pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(18)
+    return s.getvalue()
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--min-time", type=float, default=0.3)
+    p.add_argument("--json", metavar="FILE")
+    p.add_argument("--small", action="store_true", help="tiny sizes (a smoke test: runs on "
+                   "numba-cuda's simulator; its figures mean nothing)")
+    p.add_argument("--profile", action="store_true", help="print where a cached call's "
+                   "host time goes (cProfile) for the dispatch and elementwise cases")
+    a = p.parse_args(argv)
+    from graphc.bench.environment import describe_machine
+    from graphc.bench.runner import _gpu_name
+    report = {"machine": describe_machine(), "gpu": _gpu_name()}
+    print("gpu:", report["gpu"], "| versions:", {k: report["machine"].get(k) for k in (
+        "python", "numpy", "numba", "numba-cuda", "cupy")}, flush=True)
+    rows = []
+    for name, sizes in (SMALL if a.small else SIZES):
+        r = memory_bound(name, sizes, a.min_time)
+        rows.append(r)
+        print(f"{name:12s} {str(sizes):32s} {r['median_s'] * 1e6:9.1f} us  "
+              f"{r['gbps']:7.1f} GB/s  copy {r['copy_gbps']:7.1f} GB/s  "
+              f"{100 * r['fraction']:5.1f}%  (first call {r['first_s']:.2f} s)", flush=True)
+    report["memory_bound"] = rows
+    report["mlp"] = []
+    for sizes in (SMALL_MLP if a.small else MLP_SIZES):
+        r = mlp(sizes, a.min_time)
+        report["mlp"].append(r)
+        m = r["median_s"]
+        print(f"mlp {sizes}: numpy {m['numpy'] * 1e3:.3f} ms, numba {m['numba'] * 1e3:.3f} ms, "
+              f"cuda {m['cuda'] * 1e3:.3f} ms: cuda {r['cuda_vs_numba']:.1f}x numba", flush=True)
+    d = dispatch(a.min_time)
+    report["dispatch"] = d
+    print("dispatch: " + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in d.items()), flush=True)
+    if a.profile:
+        case = _case("dispatch", {})
+        f = gc.function(case.fn, backend="cuda")
+        args = gpu.on_device(case.args)
+        f(*args)
+        print("--- profile: 300 cached calls of x + y (cuda)\n" + profile(lambda: f(*args)))
+        case = _case("elementwise", {"n": 10_000_000})
+        f = gc.function(case.fn, backend="cuda")
+        args = gpu.on_device(case.args)
+        f(*args)
+        print("--- profile: 300 calls of the elementwise chain on 10M (cuda)\n"
+              + profile(lambda: f(*args)))
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump(report, fh, indent=1, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
