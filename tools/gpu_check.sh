@@ -2,7 +2,8 @@
 # One run on a lent GPU machine (see docs/backends.md#cuda): versions, the CUDA suites on the
 # device, benchmarks/cuda_bench.py, `graphc bench` with the cuda backend, and (when time is
 # left) the Dask scaling benchmark on more cores than CI has. Logs and JSON go to $OUT.
-#   tools/gpu_check.sh [all|tests|bench|dask ...]   (default: all)
+#   tools/gpu_check.sh [all|cudabench|tests|bench|dask ...]   (default: all)
+# GPU_CHECK_BUDGET (s, default 480) bounds the whole run; CUDABENCH_S, TESTS_S cap parts.
 # Packages the device image lacks travel as wheels in .whl/ (installed under /tmp/site).
 set -u
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
@@ -37,19 +38,19 @@ print("cuda available:", cuda.is_available(), cuda.get_current_device().name,
 EOF
 } 2>&1 | tee "$OUT/versions.log"
 
-if want bench && [ "$(left)" -gt 60 ]; then
+if want cudabench && [ "$(left)" -gt 40 ]; then
   echo "== cuda_bench ($(left) s left)"
-  timeout $(( $(left) < 150 ? $(left) : 150 )) python3 benchmarks/cuda_bench.py --profile \
+  timeout $(( $(left) < ${CUDABENCH_S:-150} ? $(left) : ${CUDABENCH_S:-150} )) python3 benchmarks/cuda_bench.py --profile \
     --json "$OUT/cuda_bench.json" 2>&1 | tee "$OUT/cuda_bench.log" | grep -v "^ \|^$" | head -40
 fi
-if want tests && [ "$(left)" -gt 60 ]; then
+if want tests && [ "$(left)" -gt 40 ]; then
   echo "== CUDA suites on the device ($(left) s left)"
-  GRAPHC_TEST_CUDA=real timeout $(( $(left) < 220 ? $(left) : 220 )) python3 -m pytest -v -rfE --durations=10 \
-    -p no:cacheprovider -n 8 --timeout 170 -W ignore::pytest.PytestAssertRewriteWarning \
+  GRAPHC_TEST_CUDA=real timeout $(( $(left) < ${TESTS_S:-220} ? $(left) : ${TESTS_S:-220} )) python3 -m pytest -v -rfE --durations=10 \
+    -p no:cacheprovider -n 14 --timeout 170 -W ignore::pytest.PytestAssertRewriteWarning \
     tests/cuda tests/cuda_kernels > "$OUT/tests.log" 2>&1
   echo "pytest rc=$?"; grep -E "^(FAILED|ERROR)|passed|failed|^[0-9.]+s call" "$OUT/tests.log" | tail -50
 fi
-if want bench && [ "$(left)" -gt 60 ]; then
+if want bench && [ "$(left)" -gt 40 ]; then
   echo "== graphc bench ($(left) s left)"
   timeout $(( $(left) < 150 ? $(left) : 150 )) python3 -m graphc bench --backend numpy \
     --backend numba --backend cuda --min-time 0.3 --json "$OUT/bench.json" --markdown \

@@ -8,7 +8,7 @@ from graphc.kernels.cuda import availability
 from graphc.runtime.backends import get_backend
 
 
-def test_cuda_resolves_on_the_simulator():
+def test_cuda_resolves_here():
     b = get_backend("cuda")
     assert b.name == "cuda" and b.available()
     f = gc.function(lambda x: x + 1.0, backend="cuda")
@@ -26,6 +26,7 @@ def test_auto_stays_on_the_cpu():
     ("driver", ["no NVIDIA CUDA driver", "libcuda missing", "nvidia-smi",
                 "NUMBA_ENABLE_CUDASIM=1"]),
     ("device", ["no CUDA device", "CUDA_VISIBLE_DEVICES", "NUMBA_ENABLE_CUDASIM=1"]),
+    ("compiler", ["cannot compile kernels", "row_stack", "numpy", "pip install 'numpy<2.5'"]),
 ])
 def test_each_missing_piece_is_a_value_error_with_the_fix(monkeypatch, probe, words):
     monkeypatch.setattr(availability, "has_package", lambda: probe != "package")
@@ -33,6 +34,9 @@ def test_each_missing_piece_is_a_value_error_with_the_fix(monkeypatch, probe, wo
     monkeypatch.setattr(availability, "driver_error",
                         lambda: "libcuda missing" if probe == "driver" else None)
     monkeypatch.setattr(availability, "device_count", lambda: 0 if probe == "device" else 1)
+    monkeypatch.setattr(availability, "compiler_error", lambda: (
+        "AttributeError: module 'numpy' has no attribute 'row_stack'"
+        if probe == "compiler" else None))
     with pytest.raises(ValueError) as e:
         get_backend("cuda")
     for w in words:
@@ -47,9 +51,11 @@ def test_a_real_device_with_everything_present_is_available(monkeypatch):
     monkeypatch.setattr(availability, "simulator_on", lambda: False)
     monkeypatch.setattr(availability, "driver_error", lambda: None)
     monkeypatch.setattr(availability, "device_count", lambda: 1)
+    monkeypatch.setattr(availability, "compiler_error", lambda: None)
     assert availability.missing() is None and availability.real_gpu()
 
 
+@pytest.mark.skipif(not availability.simulator_on(), reason="runs on a real GPU")
 def test_simulator_is_not_a_real_gpu():
     assert availability.simulator_on() and not availability.real_gpu()
 

@@ -5,6 +5,7 @@ a device. `missing()` is the one-line reason to put in the ValueError, None when
 The simulator (NUMBA_ENABLE_CUDASIM=1, set before numba.cuda is first imported) runs the
 kernels in pure Python on the host: for tests without a GPU, far too slow for real work.
 """
+import functools
 import importlib.util
 import os
 
@@ -43,6 +44,29 @@ def device_count():
         return 0
 
 
+@functools.lru_cache(maxsize=1)
+def compiler_error():
+    """None when numba-cuda's kernel compiler loads beside this numpy, else why not: its
+    typing registries are imported at the first kernel compile, and a numba-cuda older than
+    the installed numpy fails there (numba-cuda 0.30 with numpy 2.5, which removed
+    np.row_stack: AttributeError), which would otherwise surface as every op failing."""
+    try:
+        import numba.cuda.cudaimpl  # noqa: F401 - the module the first compile imports
+    except Exception as e:  # noqa: BLE001 - any failure here means kernels cannot compile
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
+def _versions():
+    from importlib import metadata
+    import numpy
+    try:
+        nc = metadata.version("numba-cuda")
+    except metadata.PackageNotFoundError:
+        nc = "?"
+    return f"numba-cuda {nc} with numpy {numpy.__version__}"
+
+
 def missing():
     """Why backend="cuda" cannot run on this machine (with the fix), or None when it can."""
     if not has_package():
@@ -58,6 +82,11 @@ def missing():
     if device_count() == 0:
         return ("backend 'cuda': the CUDA driver loads but reports no CUDA device. Fix: check "
                 "`nvidia-smi` and CUDA_VISIBLE_DEVICES, " + SIM_HINT)
+    err = compiler_error()
+    if err is not None:
+        return (f"backend 'cuda': numba-cuda cannot compile kernels here ({_versions()}: "
+                f"{err}). Fix: install a numpy that this numba-cuda supports (numba-cuda 0.30 "
+                "needs numpy < 2.5: pip install 'numpy<2.5'), or a newer numba-cuda")
     return None
 
 
