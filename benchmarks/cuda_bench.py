@@ -25,9 +25,9 @@ import graphc as gc
 from graphc.bench import gpu, timing, workloads
 
 
-SIZES = [("elementwise", {"n": 10_000_000}), ("elementwise", {"n": 100_000_000}),
-         ("softmax", {"rows": 4096, "cols": 1024}), ("softmax", {"rows": 65536, "cols": 1024}),
-         ("layernorm", {"rows": 8192, "cols": 512}), ("layernorm", {"rows": 131072, "cols": 512})]
+SIZES = [("elementwise", {"n": 10_000_000}), ("elementwise", {"n": 50_000_000}),
+         ("softmax", {"rows": 4096, "cols": 1024}), ("softmax", {"rows": 32768, "cols": 1024}),
+         ("layernorm", {"rows": 8192, "cols": 512}), ("layernorm", {"rows": 65536, "cols": 512})]
 MLP_SIZES = [{"in": 784, "hidden": 256, "out": 10, "batch": 128},
              {"in": 784, "hidden": 1024, "out": 10, "batch": 4096}]
 SMALL = [("elementwise", {"n": 300}), ("softmax", {"rows": 4, "cols": 40}),
@@ -118,7 +118,11 @@ def dispatch(min_time):
     return {k: r.median_s for k, r in zip(keys, res)}
 
 
-def profile(fn, n=300):
+PROFILE_CALLS = [300]
+
+
+def profile(fn, sort=("tottime",), lines=18):
+    n = PROFILE_CALLS[0]
     pr = cProfile.Profile()
     pr.enable()
     for _ in range(n):
@@ -126,7 +130,8 @@ def profile(fn, n=300):
     gpu.synchronize()
     pr.disable()
     s = io.StringIO()
-    pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(18)
+    for key in sort:
+        pstats.Stats(pr, stream=s).sort_stats(key).print_stats(lines)
     return s.getvalue()
 
 
@@ -139,6 +144,8 @@ def main(argv=None):
     p.add_argument("--profile", action="store_true", help="print where a cached call's "
                    "host time goes (cProfile) for the dispatch and elementwise cases")
     a = p.parse_args(argv)
+    if a.small:
+        PROFILE_CALLS[0] = 3
     from graphc.bench.environment import describe_machine
     from graphc.bench.runner import _gpu_name
     report = {"machine": describe_machine(), "gpu": _gpu_name()}
@@ -167,13 +174,24 @@ def main(argv=None):
         f = gc.function(case.fn, backend="cuda")
         args = gpu.on_device(case.args)
         f(*args)
-        print("--- profile: 300 cached calls of x + y (cuda)\n" + profile(lambda: f(*args)))
-        case = _case("elementwise", {"n": 10_000_000})
+        print(f"--- profile: {PROFILE_CALLS[0]} cached calls of x + y (cuda)\n"
+              + profile(lambda: f(*args)))
+        case = _case("elementwise", (SMALL if a.small else SIZES)[0][1])
         f = gc.function(case.fn, backend="cuda")
         args = gpu.on_device(case.args)
         f(*args)
-        print("--- profile: 300 calls of the elementwise chain on 10M (cuda)\n"
+        print(f"--- profile: {PROFILE_CALLS[0]} calls of the elementwise chain (cuda)\n"
               + profile(lambda: f(*args)))
+        case = _case("mlp_train_step", (SMALL_MLP if a.small else MLP_SIZES)[0])
+        f = gc.function(case.fn, backend="cuda")
+        args = gpu.on_device(case.args)
+        f(*args)
+        from graphc.kernels.cuda.backend import describe
+        steps = [ln for ln in describe(f.get_concrete_function(*args).graph).splitlines()
+                 if ln.startswith("  ") and ": " in ln and not ln.startswith("    ")]
+        print("--- where the MLP step's ops run\n" + "\n".join(s[:160] for s in steps))
+        print(f"--- profile: {PROFILE_CALLS[0]} MLP train steps (cuda)\n"
+              + profile(lambda: f(*args), sort=("tottime", "cumulative"), lines=30))
     if a.json:
         with open(a.json, "w") as fh:
             json.dump(report, fh, indent=1, default=str)

@@ -3,7 +3,8 @@
 # device, benchmarks/cuda_bench.py, `graphc bench` with the cuda backend, and (when time is
 # left) the Dask scaling benchmark on more cores than CI has. Logs and JSON go to $OUT.
 #   tools/gpu_check.sh [all|cudabench|tests|bench|dask ...]   (default: all)
-# GPU_CHECK_BUDGET (s, default 480) bounds the whole run; CUDABENCH_S, TESTS_S cap parts.
+# GPU_CHECK_BUDGET (s, default 480) bounds the whole run; CUDABENCH_S, TESTS_S cap parts;
+# BENCH_MIN_TIME is graphc bench's --min-time (default 0.3).
 # Packages the device image lacks travel as wheels in .whl/ (installed under /tmp/site).
 set -u
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
@@ -53,7 +54,7 @@ fi
 if want bench && [ "$(left)" -gt 40 ]; then
   echo "== graphc bench ($(left) s left)"
   timeout $(( $(left) < 150 ? $(left) : 150 )) python3 -m graphc bench --backend numpy \
-    --backend numba --backend cuda --min-time 0.3 --json "$OUT/bench.json" --markdown \
+    --backend numba --backend cuda --min-time ${BENCH_MIN_TIME:-0.3} --json "$OUT/bench.json" --markdown \
     > "$OUT/bench.log" 2>&1
   echo "bench rc=$?"; grep -v "^\[" "$OUT/bench.log" | tail -45
 fi

@@ -12,8 +12,11 @@ def on_device(args):
     data on the device (as with `x.cuda()` / `jax.device_put`), so the timed calls measure
     the kernels, not the host-to-device copy of the inputs."""
     from numba import cuda
-    return tuple(gc.constant(cuda.to_device(np.array(a.numpy(), order="C")))
-                 if isinstance(a, gc.Tensor) and not a.is_on_device else a for a in args)
+    # convert_to_tensor keeps a device array on the device (gc.constant copies it to the host)
+    out = tuple(gc.convert_to_tensor(cuda.to_device(np.array(a.numpy(), order="C")))
+                if isinstance(a, gc.Tensor) and not a.is_on_device else a for a in args)
+    assert all(t.is_on_device for t in out if isinstance(t, gc.Tensor))
+    return out
 
 
 def synchronize():

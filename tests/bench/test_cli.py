@@ -32,8 +32,10 @@ def test_quick_dispatch_writes_table_and_json(capsys, tmp_path):
         assert f" {mode} " in table
     data = json.loads(path.read_text())
     assert set(data) == {"machine", "quick", "min_time_s", "backends", "triad_gbps",
-                         "triad_elements", "peers", "workloads", "contention"}
+                         "triad_elements", "peers", "workloads", "contention",
+                         "device_copy_gbps"}
     assert data["contention"] is None and "contention: none (--contended adds" in out
+    assert data["device_copy_gbps"] is None and "device-to-device copy" not in out
     assert data["quick"] is True and data["min_time_s"] == 0.01
     assert data["backends"] == ["eager"] + AVAILABLE
     assert data["triad_gbps"] > 0 and data["machine"]["cores"] >= 1

@@ -1,10 +1,13 @@
 """`graphc bench` leaves cuda out without a real GPU (the simulator included) and its header
 says why."""
+import pytest
+
 from graphc.bench import backend_status
 from graphc.cli import main
 from graphc.kernels.cuda import availability
 
 
+@pytest.mark.skipif(not availability.simulator_on(), reason="a real GPU: cuda is benchmarked")
 def test_simulator_is_left_out_with_the_reason_in_the_header(capsys):
     why = backend_status()["cuda"]
     assert why is not None and "simulator" in why

@@ -34,7 +34,8 @@ def test_graph_backend_cuda_shows_where_each_op_runs(sample, capsys):
                  "--backend", "cuda"])
     out, err = capsys.readouterr()
     assert code == 0 and err == ""
-    report = out[out.index("cuda backend plan for graph step (numba-cuda simulator)"):]
+    where = "numba-cuda simulator" if availability.simulator_on() else "GPU"
+    report = out[out.index(f"cuda backend plan for graph step ({where})"):]
     assert "reshape 'reshape_" in report and "device view" in report
     assert "while 'while_0': device: predicate copied to the host" in report
     assert "loop body:" in report and "matmul 'matmul_0': kernel: lowering.matmul" in report

@@ -8,14 +8,27 @@ from graphc.kernels.cuda import device
 
 
 class ForeignDeviceArray:
-    """Stands for a CuPy array: exposes only `__cuda_array_interface__` (under the
-    simulator, device memory is host memory, so it points at a numpy buffer)."""
+    """Stands for a CuPy array: exposes only `__cuda_array_interface__`, over a numpy
+    buffer under the simulator (its device memory is host memory), over a numba-cuda
+    device array's memory on a GPU."""
 
     def __init__(self, a):
         self.a = a
-        self.__cuda_array_interface__ = {"shape": a.shape, "typestr": a.dtype.str,
-                                         "data": (a.ctypes.data, False), "strides": None,
-                                         "version": 3}
+        if device.SIMULATED:
+            iface = {"shape": a.shape, "typestr": a.dtype.str, "data": (a.ctypes.data, False),
+                     "strides": None, "version": 3}
+        else:
+            from numba import cuda
+            self.dev = cuda.to_device(a)
+            iface = dict(self.dev.__cuda_array_interface__)
+        self.__cuda_array_interface__ = iface
+
+    def set(self, index, value):
+        """Write one element where the interface points (the owner changes its array)."""
+        if device.SIMULATED:
+            self.a[index] = value
+        else:
+            self.dev[index] = value
 
 
 def test_result_is_on_device_and_copied_to_host_once(cuda_stats):
@@ -91,7 +104,7 @@ def test_foreign_device_arrays_are_used_in_place(cuda_stats):
     with cuda_stats.count():
         out = f(x)
     assert cuda_stats.h2d == 0 and cuda_stats.views == 1
-    buf[0, 0] = 42.0            # shares the caller's memory, as a device view does
+    x.set((0, 0), 42.0)         # shares the caller's memory, as a device view does
     assert out.numpy()[0, 0] == 42.0
     t = gc.convert_to_tensor(ForeignDeviceArray(np.ones(2)))
     assert t.is_on_device

@@ -62,14 +62,14 @@ class OutOfMemory(Exception):
 @pytest.mark.parametrize("error", [OutOfMemory, MemoryError])
 def test_out_of_memory_frees_idle_buffers_and_tries_again(pool, monkeypatch, error):
     pool.give(cuda.device_array(4, np.float64))
-    real, failed = cuda.device_array, []
+    real, failed = memory._new_array, []
 
     def flaky(shape, dtype):
         if not failed:
             failed.append(shape)
             raise error("out of memory")
         return real(shape, dtype)
-    monkeypatch.setattr(memory.cuda, "device_array", flaky)
+    monkeypatch.setattr(memory, "_new_array", flaky)    # the device allocation itself
     out = memory.alloc((3,), np.float32)
     assert out.shape == (3,) and out.dtype == np.float32 and failed == [(3,)]
     assert pool.idle() == (0, 0)
@@ -80,7 +80,7 @@ def test_other_allocation_errors_propagate_and_keep_the_pool(pool, monkeypatch):
 
     def broken(shape, dtype):
         raise RuntimeError("invalid device context")
-    monkeypatch.setattr(memory.cuda, "device_array", broken)
+    monkeypatch.setattr(memory, "_new_array", broken)
     with pytest.raises(RuntimeError, match="invalid device context"):
         memory.alloc((3,), np.float32)
     assert pool.idle() == (1, 32)

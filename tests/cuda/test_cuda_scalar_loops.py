@@ -1,6 +1,7 @@
-"""A top-level cond/while whose inputs and outputs are all scalars runs on the CPU tier (the
-numba CPU loop kernel on host copies), not with a device sync per iteration; any other
-loop, and a scalar one the loop kernel cannot take, stays a device step."""
+"""A top-level cond whose inputs and outputs are all scalars, and a while with scalar state
+reading small tensors, run on the CPU tier (the numba CPU loop kernel on host copies), not
+with a device sync per iteration; any other loop, and a scalar one the loop kernel cannot
+take, stays a device step."""
 import numpy as np
 import pytest
 
@@ -50,7 +51,7 @@ def test_scalar_loops_run_compiled_on_the_cpu_and_agree(numba_forced, fn, args):
     cf = gc.function(fn, backend="cuda")
     cf(*args)
     text = backend.describe(cf.get_concrete_function(*args).graph)
-    assert ": cpu loop kernel: all its inputs and outputs are scalars" in text
+    assert ": cpu loop kernel: its state is scalars" in text
     assert "; compiled [ran 1x]" in text
 
 
@@ -90,7 +91,7 @@ def test_a_scalar_loop_the_loop_kernel_cannot_take_stays_on_the_device(cuda_stat
     assert cuda_stats.cpu_loops == 0 and cuda_stats.device_ops == 1 and float(out) == 2.0
     text = backend.describe(cf.get_concrete_function(np.float64(8.0), np.int32(2)).graph)
     assert "predicate copied to the host" in text
-    assert "(all scalars, but the CPU loop kernel cannot run it: print" in text
+    assert "(scalar state, but the CPU loop kernel cannot run it: print" in text
 
 
 def test_an_error_in_a_scalar_loop_is_located(numba_forced):
@@ -102,3 +103,36 @@ def test_an_error_in_a_scalar_loop_is_located(numba_forced):
     assert int(cf(np.int32(5), np.int32(20))) == 0
     with pytest.raises(InvalidArgumentError, match=r"test_cuda_scalar_loops\.py:\d+"):
         cf(np.int32(5), np.int32(0))
+
+
+def branchy(x):
+    acc = gc.constant(0.0)
+    for i in gc.range(gc.size(x)):
+        if x[i] > 0:
+            acc += x[i] ** 2
+        else:
+            acc -= x[i]
+    return acc
+
+
+def test_a_scalar_state_loop_reading_a_small_tensor_runs_on_the_cpu(numba_forced, cuda_stats):
+    """graphc bench's branchy loop: x is copied to the host once, not synced per step."""
+    x = np.random.default_rng(0).standard_normal(300).astype(np.float32)
+    dev = gc.function(lambda v: v * 1.0, backend="cuda")(x)         # x on the device
+    with numba_forced.expect(loops=True):
+        runs = agree(branchy, x)
+    assert runs.cpu_loops == 1 and runs.device_ops == 0
+    with cuda_stats.count():
+        out = gc.function(branchy, backend="cuda")(dev)
+    assert cuda_stats.d2h == 1 and cuda_stats.cpu_loops == 1 and out.is_on_device
+    np.testing.assert_allclose(float(out), float(branchy(gc.constant(x))), rtol=1e-5)
+
+
+def test_a_scalar_state_loop_over_a_large_tensor_stays_on_the_device(cuda_stats, monkeypatch):
+    from graphc.kernels.cuda import control
+    monkeypatch.setattr(control, "CPU_LOOP_INPUT_BYTES", 64)      # 17 float32 > 64 bytes
+    x = np.arange(-8, 9, dtype=np.float32)
+    with cuda_stats.count():
+        out = gc.function(branchy, backend="cuda")(x)
+    assert cuda_stats.cpu_loops == 0 and cuda_stats.device_ops >= 1
+    assert float(out) == float(branchy(gc.constant(x)))

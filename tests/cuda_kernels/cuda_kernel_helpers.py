@@ -43,20 +43,29 @@ def run_group(group, env):
     return got, want, kern
 
 
-def assert_same(got, want, rtol=0.0, atol=0.0):
-    """Same shape and dtype; equal up to rtol/atol with NaN where numpy has NaN, and the
-    sign of every zero kept (rtol 0: bit-for-bit equal values)."""
+def assert_same(got, want, rtol=0.0, atol=0.0, ulps=0):
+    """Same shape and dtype; equal up to rtol/atol (or `ulps` units in the last place of
+    numpy's value, for libdevice's math on a GPU, with infinities and zeros exact) with NaN
+    where numpy has NaN, and the sign of every zero kept (0: bit-for-bit equal values)."""
     assert got.shape == want.shape and got.dtype == want.dtype, \
         (got.shape, got.dtype, want.shape, want.dtype)
-    if got.dtype.kind == "f":
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
-        zero = want == 0
-        assert (np.signbit(got[zero]) == np.signbit(want[zero])).all(), "sign of zero"
-    else:
+    if got.dtype.kind != "f":
         np.testing.assert_array_equal(got, want)
+        return
+    if ulps:
+        special = ~np.isfinite(want) | (want == 0)
+        np.testing.assert_array_equal(got[special], want[special])
+        w = want[~special].astype(np.float64)
+        step = np.spacing(np.abs(want[~special])).astype(np.float64)
+        worst = np.abs(got[~special].astype(np.float64) - w) / step
+        assert (worst <= ulps).all(), f"{worst.max():.1f} ulp from numpy (bound {ulps})"
+    else:
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+    zero = want == 0
+    assert (np.signbit(got[zero]) == np.signbit(want[zero])).all(), "sign of zero"
 
 
-def check(fn, specs, args, rtol=0.0, atol=0.0, kinds=None, numpy_ok=False):
+def check(fn, specs, args, rtol=0.0, atol=0.0, kinds=None, numpy_ok=False, ulps=0):
     """Trace `fn`, run every fused group's kernel on the inputs numpy gives it, compare
     with the numpy rules' outputs; returns the GroupKernels (for describe()). Every group
     must have run a CUDA kernel (not the numpy rules) unless `numpy_ok`."""
@@ -66,7 +75,7 @@ def check(fn, specs, args, rtol=0.0, atol=0.0, kinds=None, numpy_ok=False):
     for grp in groups(graph):
         got, want, kern = run_group(grp, env)
         for g, w in zip(got, want):
-            assert_same(g, w, rtol, atol)
+            assert_same(g, w, rtol, atol, ulps)
         assert numpy_ok or kern.last.kind is not None, kern.describe()
         kernels.append(kern)
     if kinds is not None:

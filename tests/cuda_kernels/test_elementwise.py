@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import graphc as gc
 from graphc.errors import InvalidArgumentError
 from graphc.kernels.cuda import codegen
+from graphc.kernels.cuda.scalar import SIMULATOR
 from cuda_kernel_cases import B, F32, F64, I32, I64, bool_logic, float_math, int_math
 from cuda_kernel_helpers import check, groups, run_group, trace, values
 
@@ -33,8 +34,12 @@ def test_float_templates_on_edge_values(dt):
 @pytest.mark.parametrize("op", ["exp", "log", "log1p", "sqrt", "sin", "cos", "tan", "tanh",
                                 "erf", "floor", "ceil", "round", "sign", "abs", "negative"])
 def test_each_unary_math_op_on_edge_values(dt, op):
+    """Bit for bit on the simulator (numpy's math); on a GPU libdevice's transcendental
+    functions are within 4 ulp of numpy's, special values and zeros exact."""
     x = _edge(dt.np, 24, 2)
-    check(getattr(gc, op), [gc.TensorSpec([24], dt)], [x])
+    libdevice = op in ("exp", "log", "log1p", "sin", "cos", "tan", "tanh", "erf")
+    check(getattr(gc, op), [gc.TensorSpec([24], dt)], [x],
+          ulps=4 if libdevice and not SIMULATOR else 0)
 
 
 @pytest.mark.parametrize("dt", [F32, F64])

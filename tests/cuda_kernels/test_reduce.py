@@ -27,7 +27,8 @@ def _all_kinds(dt, axis):
     return lambda x: tuple(f(x) for f in fns)
 
 
-_LAYOUTS = [(1, (5, 7), "row", False), (0, (5, 40), "two_pass", True),
+WIDE = codegen.THREADS + 24           # columns enough for a thread per column (40 simulated)
+_LAYOUTS = [(1, (5, 7), "row", False), (0, (5, WIDE), "two_pass", True),
             ([0, 1], (3, 5), "two_pass", False)]
 _MORE = [(-1, (2, 3, 6), "row", False), (0, (9, 4), "two_pass", False),
          ([0, 2], (3, 2, 4), "two_pass", False)]

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from numba import cuda  # the simulator swaps this module global in its kernels
 
 from graphc.kernels.cuda import scalar
 
@@ -18,32 +19,60 @@ def test_device_rint_rounds_half_to_even_and_keeps_the_sign_of_zero():
         assert got == want and math.copysign(1, got) == math.copysign(1, want), v
 
 
+def _pairwise(helper, a, b, dt):
+    """helper(a[i], b[i]) for every i, computed by a kernel (a device function calls other
+    device functions, which only a kernel can: on a GPU they are not Python)."""
+    @cuda.jit
+    def kernel(x, y, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = helper(x[i], y[i])
+    out = cuda.device_array(a.size, np.int64)   # helpers give int64; callers cast (wrap)
+    kernel[-(-a.size // 16), 16](cuda.to_device(a), cuda.to_device(b), out)
+    return out.copy_to_host().astype(dt)
+
+
+def _grid(vals):
+    a, b = np.meshgrid(vals, vals, indexing="ij")
+    return a.ravel(), b.ravel()
+
+
 @pytest.mark.parametrize("dt", [np.int32, np.int64])
 def test_wrapping_helpers_match_numpy(dt):
     info = np.iinfo(dt)
     vals = np.array([info.min, info.min + 1, -7, -1, 0, 1, 5, info.max - 1, info.max], dt)
+    a, b = _grid(vals)
     with np.errstate(over="ignore"):
-        for a in vals:
-            assert dt(scalar.wneg.py_func(a)) == -a
-            assert dt(scalar.wabs.py_func(a)) == np.abs(a)
-            for b in vals:
-                assert dt(scalar.wadd.py_func(a, b)) == a + b
-                assert dt(scalar.wsub.py_func(a, b)) == a - b
-                assert dt(scalar.wmul.py_func(a, b)) == a * b
+        for name, want in (("wadd", a + b), ("wsub", a - b), ("wmul", a * b)):
+            np.testing.assert_array_equal(_pairwise(getattr(scalar, name), a, b, dt), want,
+                                          err_msg=name)
+        np.testing.assert_array_equal(_pairwise(_first(scalar.wneg), vals, vals, dt), -vals)
+        np.testing.assert_array_equal(_pairwise(_first(scalar.wabs), vals, vals, dt),
+                                      np.abs(vals))
+
+
+def _first(helper):
+    """A two-argument device function applying one-argument `helper` to the first."""
+    @cuda.jit(device=True)
+    def first(x, y):
+        return helper(x)
+    return first
 
 
 @pytest.mark.parametrize("dt", [np.int32, np.int64])
 def test_integer_division_helpers_give_numpys_wrapped_answers(dt):
     info = np.iinfo(dt)
-    for a in np.array([info.min, -7, -1, 0, 5, info.max], dt):
-        for b in np.array([info.min, -3, -1, 2, 7, info.max], dt):
-            with np.errstate(all="ignore"):
-                assert dt(scalar.ifloordiv.py_func(a, b)) == np.floor_divide(a, b), (a, b)
-                assert dt(scalar.imod.py_func(a, b)) == np.mod(a, b), (a, b)
-    for a in np.array([-3, -1, 0, 2, 3], dt):
-        for e in range(0, 40, 7):
-            with np.errstate(all="ignore"):
-                assert dt(scalar.ipow.py_func(a, dt(e))) == np.power(a, dt(e)), (a, e)
+    a, b = _grid(np.array([info.min, -7, -1, 0, 5, info.max], dt))
+    b = np.array([info.min, -3, -1, 2, 7, info.max], dt)[np.arange(a.size) % 6]
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(_pairwise(scalar.ifloordiv, a, b, dt),
+                                      np.floor_divide(a, b))
+        np.testing.assert_array_equal(_pairwise(scalar.imod, a, b, dt), np.mod(a, b))
+    base = np.repeat(np.array([-3, -1, 0, 2, 3], dt), 6)
+    exps = np.tile(np.arange(0, 40, 7).astype(dt), 5)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(_pairwise(scalar.ipow, base, exps, dt),
+                                      np.power(base, exps))
 
 
 def test_float_to_int_casts_give_int_min_outside_the_range():

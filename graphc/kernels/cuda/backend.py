@@ -31,6 +31,7 @@ from .records import STATS, Record, cpu_loop_why, describe, kernel_text  # noqa:
 
 VIEW_OPS = ("reshape", "expand_dims", "squeeze")
 VAR_OPS = ("read_variable", "assign_variable", "assign_add_variable", "assign_sub_variable")
+CHECK_OPS = ("check_class_ids",)   # result = first input once the check passes
 
 
 def _device():
@@ -103,6 +104,10 @@ class Plan:
         elif op.type in VIEW_OPS and _static(op.outputs[0]):
             rec = Record(what, "device view", "no copy when the input is contiguous")
             self._add(self._view_step(op, rule, rec), "mixed", ins, outs, op, rec)
+        elif op.type in CHECK_OPS:
+            rec = Record(what, "device", "checked on a host copy of its input (one sync); "
+                         "its result is the input, left on the device")
+            self._add(self._check_step(op, rule), "mixed", ins, outs, op, rec)
         elif op.type in VAR_OPS:
             from .control import VARIABLE_STEPS
             rec = Record(what, "device", "the variable's device copy")
@@ -143,6 +148,14 @@ class Plan:
             rec.path, rec.why = "kernel", "lowering.matmul"
             STATS.add("kernels")
             env.put(outs[0], r)
+        return run
+
+    def _check_step(self, op, rule):
+        def run(env, ins, outs):
+            d = env.dev_value(ins[0])
+            self._fallback(env, rule, ins, outs, op)     # raises at the user's line
+            if d is not None:
+                env.put(outs[0], d)         # not the host copy: no upload for the next step
         return run
 
     def _view_step(self, op, rule, rec):

@@ -6,9 +6,11 @@ branch, condition and body graphs run as nested device plans, so loop variables 
 the device between iterations. Nested plans run with their caller's CallMemory, so one
 iteration's buffers are the next one's (memory.py).
 
-A top-level cond/while whose inputs and outputs are all scalars runs on the CPU tier
-instead: the numba CPU backend's loop kernel (kernels/cpu/loops.lower) on host copies of
-its inputs -- a copy per input instead of a sync per iteration.
+A top-level cond whose inputs and outputs are all scalars, and a top-level while whose
+loop state is all scalars (it may read tensors of up to CPU_LOOP_INPUT_BYTES in all, e.g. a
+loop over x[i]), run on the CPU tier instead: the numba CPU backend's loop kernel
+(kernels/cpu/loops.lower) on host copies of its inputs -- a copy per input instead of a
+sync per iteration.
 
 Variables: reads and updates act on the variable's device copy (`device.variable_on_device`).
 """
@@ -63,17 +65,42 @@ def control_step(plan, op, rec):
     return run
 
 
+# What a scalar-state while may read besides its state, copied to the host once per call:
+# a sync per iteration costs more than copying this much (~0.1 ms) after a few iterations
+CPU_LOOP_INPUT_BYTES = 1 << 20
+
+
+def _scalar(v):
+    return isinstance(v.type, TensorType) and v.type.shape == ()
+
+
+def _cpu_tier_inputs(op):
+    """True when `op`'s inputs suit the CPU tier: all scalars, or for a while, scalar loop
+    variables and tensors of static shape up to CPU_LOOP_INPUT_BYTES in all."""
+    ins = list(op.inputs)
+    if all(_scalar(v) for v in ins):
+        return True
+    if op.type != "while" or not all(_scalar(v) for v in ins[:op.attrs["n_vars"]]):
+        return False
+    total = 0
+    for v in ins[op.attrs["n_vars"]:]:
+        if not isinstance(v.type, TensorType) or None in v.type.shape:
+            return False
+        total += int(np.prod(v.type.shape, dtype=np.int64)) * v.type.dtype.np.itemsize
+    return total <= CPU_LOOP_INPUT_BYTES
+
+
 def scalar_loop(op):
-    """(a kernels.cpu LoopRunner for `op`, "") when its inputs and outputs are all scalars
-    and the CPU loop kernel takes it; else (None, why not, for describe(), or "")."""
-    if not all(isinstance(v.type, TensorType) and v.type.shape == ()
-               for v in list(op.inputs) + list(op.outputs)):
+    """(a kernels.cpu LoopRunner for `op`, "") when its outputs (its state) are all scalars,
+    its inputs suit the CPU tier and the CPU loop kernel takes it; else (None, why not, for
+    describe(), or "")."""
+    if not all(_scalar(v) for v in op.outputs) or not _cpu_tier_inputs(op):
         return None, ""
     from ..cpu import loops
     try:
         return loops.lower(op), ""
     except loops.NotLowerable as e:
-        return None, f" (all scalars, but the CPU loop kernel cannot run it: {e})"
+        return None, f" (scalar state, but the CPU loop kernel cannot run it: {e})"
 
 
 def cpu_loop_step(runner):

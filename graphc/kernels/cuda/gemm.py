@@ -88,10 +88,18 @@ def _as3(x, shape):
     return x.reshape(nb, *shape[-2:]), nb
 
 
+_CUPY = []
+
+
 def _cupy():
-    """cupy, when it imports and a real device is present (never under the simulator)."""
-    if SIMULATOR:
-        return None
+    """cupy, when it imports and a real device is present (never under the simulator);
+    asked once per process (a device query per product cost a driver call)."""
+    if not _CUPY:
+        _CUPY.append(None if SIMULATOR else _import_cupy())
+    return _CUPY[0]
+
+
+def _import_cupy():
     try:
         import cupy
         cupy.cuda.runtime.getDeviceCount()
@@ -102,7 +110,6 @@ def _cupy():
 
 def matmul(a, b, transpose_a=False, transpose_b=False, alloc=None):
     """`alloc(0, shape, dtype)`: the result's buffer (the backend's pool), else a new one."""
-    from numba import cuda
     from . import device
     alloc = alloc or (lambda _, shape, dtype: device.alloc(shape, dtype))
     attrs = dict(transpose_a=transpose_a, transpose_b=transpose_b)
@@ -123,14 +130,19 @@ def matmul(a, b, transpose_a=False, transpose_b=False, alloc=None):
     if dtype.name not in DTYPES or not contiguous:
         return device.to_device(_host_rule(device.to_host_array(a), device.to_host_array(b),
                                            **attrs), alloc)
+    out = alloc(0, batch + (m, n), dtype)
+    if out.size == 0:
+        return out
     cp = _cupy()
     if cp is not None:
+        # cuBLAS writes into our buffer: it comes from the plan's pool and block cache
+        # (CuPy's own pool would hold memory outside GRAPHC_CUDA_POOL_BYTES), and no
+        # CuPy array is imported back (numba would synchronize on the stream it names).
+        # Operands and launches share the legacy default stream, as our kernels do.
         x, y = cp.asarray(a), cp.asarray(b)
         x = cp.swapaxes(x, -1, -2) if transpose_a else x
         y = cp.swapaxes(y, -1, -2) if transpose_b else y
-        return cuda.as_cuda_array(cp.ascontiguousarray(cp.matmul(x, y)))
-    out = alloc(0, batch + (m, n), dtype)
-    if out.size == 0:
+        cp.matmul(x, y, out=cp.asarray(out))
         return out
     a3, na = _as3(a, sa)
     b3, nb = _as3(b, sb)

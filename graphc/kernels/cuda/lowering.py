@@ -80,7 +80,7 @@ class _Plan:
         self.spec = spec
         self.key = codegen.module_key(
             f"{self.kind} columns={self.columns} block={self.threads}", spec.canonical())
-        self.launches = []
+        self.launches, self.launchers = [], {}
 
     def scratch(self, j, n_part, n_rb, dtype):
         """Reduction j's partials and results: allocated once per thread and reused by
@@ -149,7 +149,7 @@ class GroupKernel:
         if len(inputs) == 1 and isinstance(inputs[0], (list, tuple)):
             inputs = tuple(inputs[0])        # kernel([a, b]) as the backend calls it
         shapes = tuple(tuple(a.shape) for a in inputs)
-        key = (shapes, all(a.flags["C_CONTIGUOUS"] for a in inputs))
+        key = (shapes, all(a.is_c_contiguous() for a in inputs))
         plan = self.plans.get(key)
         if plan is None:
             plan = self.plans[key] = _Plan(self.group, *key)
@@ -235,10 +235,24 @@ def _for_output(alloc, k):
 
 
 def _launch(plan, kernel, blocks, *args, threads=codegen.THREADS):
-    entry = (kernel.py_func.__name__ if hasattr(kernel, "py_func") else str(kernel),
-             blocks, threads)
-    if entry not in plan.launches:
-        plan.launches.append(entry)
+    key = (id(kernel), blocks, threads)
+    launcher = plan.launchers.get(key)
+    if launcher is None:
+        launcher = plan.launchers[key] = _configured(kernel, blocks, threads)
+        plan.launches.append((kernel.py_func.__name__ if hasattr(kernel, "py_func")
+                              else str(kernel), blocks, threads))
     with codegen.launching():
-        kernel[blocks, threads](*args)
+        launcher(*args)
 
+
+_CONFIGURE = threading.Lock()
+
+
+def _configured(kernel, blocks, threads):
+    """`kernel[blocks, threads]`, made once per launch shape (numba-cuda builds the
+    configuration object anew on each `[]`), without numba's warning that a small grid
+    under-uses the GPU: small arrays get small grids by design."""
+    import warnings
+    with _CONFIGURE, warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Grid size .* under-utilization")
+        return kernel[blocks, threads]

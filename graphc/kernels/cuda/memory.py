@@ -14,65 +14,51 @@ Why it is safe:
   runs after that one: launches and copies share the legacy default stream, which runs
   them in order (with per-thread default streams, free lists are per thread).
 - an error mid-call returns nothing: the call's buffers are dropped, never reused.
-- bounded: idle buffers of all pools together hold at most GRAPHC_CUDA_POOL_BYTES bytes
-  (default 1 GiB; 0 turns reuse off). A buffer that would go over evicts its pool's idle
-  buffers of other shapes first, else it is freed. An allocation that fails for lack of
-  device memory empties every pool and tries once more.
+- bounded: idle buffers of all pools, and the idle blocks under them (blocks.py: every
+  array's memory, results included, is reused once its last array is gone), together hold
+  at most GRAPHC_CUDA_POOL_BYTES bytes (default 1 GiB; 0 turns reuse off). A buffer that
+  would go over evicts its pool's idle buffers of other shapes first, else it is freed. An
+  allocation that fails for lack of device memory empties every pool and idle block and
+  tries once more.
 """
-import functools
-import os
-import threading
 import weakref
 
 import numpy as np
 from numba import cuda
 
+from . import blocks
+from .blocks import DEFAULT_LIMIT, IDLE as _IDLE, LOCK as _LOCK, limit  # noqa: F401
+from .blocks import stream_key as _stream_key
 from .records import STATS
 
-DEFAULT_LIMIT = 1 << 30
-_LOCK = threading.RLock()       # reentrant: a dying pool's finalizer may run under it
-_IDLE = [0]                     # idle bytes in all pools
 _POOLS = weakref.WeakSet()
-
-
-@functools.lru_cache(maxsize=None)
-def limit():
-    """The idle-bytes bound, GRAPHC_CUDA_POOL_BYTES, read once (an environment read costs
-    ~1.7 us, more than a pool operation); `limit.cache_clear()` reads it again."""
-    text = os.environ.get("GRAPHC_CUDA_POOL_BYTES")
-    if text is None:
-        return DEFAULT_LIMIT
-    try:
-        n = int(text)
-    except ValueError:
-        n = -1
-    if n < 0:
-        raise ValueError(f"GRAPHC_CUDA_POOL_BYTES={text!r} is not a byte count: set it to "
-                         "a whole number >= 0 (0 turns buffer reuse off), or unset it")
-    return n
+_SIMULATED = bool(cuda.config.ENABLE_CUDASIM)
 
 
 def alloc(shape, dtype):
-    """A new device array (counted in STATS.allocations); when the device is out of memory,
-    the pools' idle buffers are freed and it is tried once more."""
+    """A new device array (counted in STATS.allocations) on memory from the idle blocks
+    (blocks.py) or a new cuMemAlloc; when the device is out of memory, the pools' idle
+    buffers and blocks are freed and it is tried once more."""
     STATS.add("allocations")
     try:
-        return cuda.device_array(shape, dtype)
+        return _new_array(shape, dtype)
     except Exception as e:  # noqa: BLE001 - only out-of-memory is retried
         if not _out_of_memory(e):
             raise
     trim_all()
-    return cuda.device_array(shape, dtype)
+    return _new_array(shape, dtype)
+
+
+def _new_array(shape, dtype):
+    if _SIMULATED or not int(np.prod(shape, dtype=np.int64)):
+        return cuda.device_array(shape, dtype)      # the simulator's memory is host memory
+    ctx = cuda.current_context()
+    return blocks.device_array(shape, dtype, ctx, ctx.memalloc)
 
 
 def _out_of_memory(e):
     code = getattr(e, "code", None)
     return isinstance(e, MemoryError) or "OUT_OF_MEMORY" in str(code) or code == 2
-
-
-def _stream_key():
-    per_thread = getattr(cuda.config, "CUDA_PER_THREAD_DEFAULT_STREAM", 0)
-    return threading.get_ident() if per_thread else None
 
 
 def _key(shape, dtype):
@@ -131,11 +117,12 @@ def _forget(free):
 
 
 def trim_all():
-    """Free every pool's idle buffers (after an out-of-memory error)."""
+    """Free every pool's idle buffers and every idle block (after an out-of-memory error)."""
     with _LOCK:
         pools = list(_POOLS)
     for p in pools:
         p.trim()
+    blocks.trim()
 
 
 def idle_bytes():

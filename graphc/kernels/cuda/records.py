@@ -10,11 +10,12 @@ class Stats:
     """What ran where, process-wide: `kernels` (group kernels and matmuls launched),
     `fallbacks` (ops run by their numpy rule), `views`, `device_ops` (variable reads and
     updates, control flow on the device), `cpu_loops` (scalar-only cond/while run by the
-    numba CPU loop kernel), `allocations` (new device arrays) and `reuses` (buffers
-    checked out of a plan's pool instead)."""
+    numba CPU loop kernel), `allocations` (new device arrays), `reuses` (buffers
+    checked out of a plan's pool instead) and `block_reuses` (new arrays on an idle
+    block's memory instead of a cuMemAlloc, blocks.py)."""
 
     FIELDS = ("kernels", "fallbacks", "views", "device_ops", "cpu_loops", "allocations",
-              "reuses")
+              "reuses", "block_reuses")
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -51,8 +52,8 @@ def cpu_loop_why(runner):
         state = f"its numpy rule runs ({runner.error})"
     else:
         state = "interpreted until it has run long enough to be worth compiling"
-    return ("all its inputs and outputs are scalars: the numba CPU loop kernel runs it on "
-            f"host copies (one copy per input, no sync per iteration); {state}")
+    return ("its state is scalars: the numba CPU loop kernel runs it on host copies of its "
+            f"inputs (one copy per input, no sync per iteration); {state}")
 
 
 def kernel_text(kernel):
@@ -86,7 +87,7 @@ def _pool_line(plan):
     return (f"  buffer pool: {n} idle buffer(s), {size} bytes kept for the next call's "
             f"intermediates (all pools: {memory.idle_bytes()} of at most {memory.limit()} "
             f"bytes, GRAPHC_CUDA_POOL_BYTES); this process: {s['allocations']} device "
-            f"allocations, {s['reuses']} reuses")
+            f"allocations ({s['block_reuses']} on reused memory blocks), {s['reuses']} reuses")
 
 
 def _plan_lines(plan, pad):

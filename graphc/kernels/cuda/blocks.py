@@ -1,0 +1,140 @@
+"""The device memory under every array the cuda backend makes: blocks reused once their
+last array is gone (a caching allocator, as PyTorch's and CuPy's), and the bound that the
+plan pools (memory.py) share with it.
+
+Why: a cuMemAlloc per result, and the cuMemFree that numba-cuda later runs for it (which
+synchronizes the device), cost more than the kernels of a small call; on the lent H100 VM a
+one-element cuda.device_array took 44 us. A steady-state call asks for the same sizes
+every time, so blocks are kept by size class (bytes rounded up to 512) and handed out
+again.
+
+How: an array's gpu_data is an OwnedPointer of a per-allocation AutoFreePointer (numba-cuda's
+own ownership scheme): every view of the array holds a reference to it, and when the last
+one is gone numba calls our finalizer, which returns the raw block to the idle list instead
+of queueing a cuMemFree. Safe reuse: the launches that used the block were enqueued before
+its last array died, on the legacy default stream, which runs them before any later launch
+(with per-thread default streams, idle lists are per thread). Work on other streams that
+reads a graphc result must be synchronized before the result is dropped, as with CuPy's
+pool. Idle blocks and idle plan buffers together stay within GRAPHC_CUDA_POOL_BYTES; a
+block that would go over evicts idle blocks of other sizes first, else it is freed.
+"""
+import functools
+import os
+import threading
+import weakref
+
+import numpy as np
+
+from .records import STATS
+
+DEFAULT_LIMIT = 1 << 30
+LOCK = threading.RLock()       # reentrant: a finalizer may run under it (GC in this thread)
+IDLE = [0]                     # idle bytes: plan pools (memory.Pool) and blocks here
+_BLOCKS = {}                   # (size class, stream key) -> idle raw blocks
+_LIVE = {}                     # id -> pointer handed out (strong refs, as numba's own map)
+GRAIN = 512
+
+
+@functools.lru_cache(maxsize=None)
+def limit():
+    """The idle-bytes bound, GRAPHC_CUDA_POOL_BYTES, read once (an environment read costs
+    ~1.7 us, more than a pool operation); `limit.cache_clear()` reads it again."""
+    text = os.environ.get("GRAPHC_CUDA_POOL_BYTES")
+    if text is None:
+        return DEFAULT_LIMIT
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise ValueError(f"GRAPHC_CUDA_POOL_BYTES={text!r} is not a byte count: set it to "
+                         "a whole number >= 0 (0 turns buffer reuse off), or unset it")
+    return n
+
+
+def stream_key():
+    from numba import cuda
+    per_thread = getattr(cuda.config, "CUDA_PER_THREAD_DEFAULT_STREAM", 0)
+    return threading.get_ident() if per_thread else None
+
+
+def size_class(nbytes):
+    return -(-nbytes // GRAIN) * GRAIN
+
+
+def c_strides(shape, itemsize):
+    strides, step = [], itemsize
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(d, 1)
+    return tuple(reversed(strides))
+
+
+def device_array(shape, dtype, context, memalloc):
+    """A C-contiguous DeviceNDArray of `shape` and `dtype` on memory from the idle blocks,
+    else from `memalloc(size)` (the context's cuMemAlloc; it raises for lack of memory)."""
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+    dtype = np.dtype(dtype)
+    shape = tuple(int(d) for d in shape)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    gpu_data = pointer(size_class(nbytes), context, memalloc)
+    return DeviceNDArray(shape, c_strides(shape, dtype.itemsize), dtype, gpu_data=gpu_data)
+
+
+def pointer(size, context, memalloc):
+    """gpu_data of `size` bytes whose last reference returns its block here."""
+    from numba.cuda.cudadrv.driver import AutoFreePointer
+    key = (size, stream_key())
+    raw = None
+    with LOCK:
+        free = _BLOCKS.get(key)
+        if free:
+            raw = free.pop()
+            IDLE[0] -= size
+    if raw is None:
+        raw = memalloc(size)
+    else:
+        STATS.add("block_reuses")
+    box = []
+
+    def back():
+        _LIVE.pop(box[0], None)
+        keep(key, raw)
+
+    mem = AutoFreePointer(weakref.proxy(context), raw.device_pointer, size, finalizer=back)
+    box.append(id(mem))
+    _LIVE[id(mem)] = mem
+    return mem.own()
+
+
+def keep(key, raw):
+    """Idle `raw` for a later allocation of its size class, unless over the bound."""
+    size, cap = key[0], limit()
+    with LOCK:
+        for other in [k for k in list(_BLOCKS) if k != key]:
+            if IDLE[0] + size <= cap:
+                break
+            IDLE[0] -= other[0] * len(_BLOCKS.pop(other, ()))
+        if IDLE[0] + size > cap:
+            return                      # dropped: numba-cuda frees it
+        _BLOCKS.setdefault(key, []).append(raw)
+        IDLE[0] += size
+
+
+def trim():
+    """Free every idle block (after an out-of-memory error)."""
+    with LOCK:
+        for key in list(_BLOCKS):
+            IDLE[0] -= key[0] * len(_BLOCKS.pop(key, ()))
+
+
+def idle_blocks():
+    """(idle blocks, their bytes)."""
+    with LOCK:
+        counts = [(k[0], len(v)) for k, v in list(_BLOCKS.items())]
+    return sum(n for _, n in counts), sum(s * n for s, n in counts)
+
+
+def handed_out():
+    """Blocks now under live arrays."""
+    return len(_LIVE)
