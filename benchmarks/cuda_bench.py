@@ -150,14 +150,78 @@ def profile(fn, sort=("tottime",), lines=18):
     return s.getvalue()
 
 
+def profiles(small):
+    """Where a call's host time goes (cProfile): a cached x + y, the elementwise chain,
+    and the MLP step with the path each of its ops took."""
+    case = _case("dispatch", {})
+    f = gc.function(case.fn, backend="cuda")
+    args = gpu.on_device(case.args)
+    f(*args)
+    print(f"--- profile: {PROFILE_CALLS[0]} cached calls of x + y (cuda)\n"
+          + profile(lambda: f(*args), sort=("tottime", "cumulative")), flush=True)
+    case = _case("elementwise", (SMALL if small else SIZES)[0][1])
+    f = gc.function(case.fn, backend="cuda")
+    args = gpu.on_device(case.args)
+    f(*args)
+    print(f"--- profile: {PROFILE_CALLS[0]} calls of the elementwise chain (cuda)\n"
+          + profile(lambda: f(*args), sort=("tottime", "cumulative")), flush=True)
+    case = _case("mlp_train_step", (SMALL_MLP if small else MLP_SIZES)[0])
+    f = gc.function(case.fn, backend="cuda")
+    args = gpu.on_device(case.args)
+    f(*args)
+    from graphc.kernels.cuda.backend import describe
+    steps = [ln for ln in describe(f.get_concrete_function(*args).graph).splitlines()
+             if ln.startswith("  ") and ": " in ln and not ln.startswith("    ")]
+    print("--- where the MLP step's ops run\n" + "\n".join(s[:160] for s in steps))
+    print(f"--- profile: {PROFILE_CALLS[0]} MLP train steps (cuda)\n"
+          + profile(lambda: f(*args), sort=("tottime", "cumulative"), lines=30), flush=True)
+
+
+def _section(report, name, fn, *args):
+    """Run one part; a failure is printed and recorded, and the other parts still run."""
+    try:
+        return fn(*args)
+    except Exception as e:  # noqa: BLE001 - one broken part must not hide the others
+        import traceback
+        traceback.print_exc()
+        report.setdefault("errors", []).append(f"{name}: {type(e).__name__}: {e}")
+        print(f"{name} FAILED: {type(e).__name__}: {e}", flush=True)
+        return None
+
+
+def _memory_bound_rows(report, cases, min_time):
+    rows = report.setdefault("memory_bound", [])
+    for name, sizes in cases:
+        r = _section(report, f"{name} {sizes}", memory_bound, name, sizes, min_time)
+        if r is None:
+            continue
+        rows.append(r)
+        print(f"{name:12s} {str(sizes):32s} {r['median_s'] * 1e6:9.1f} us  "
+              f"{r['gbps']:7.1f} GB/s  copy {r['copy_gbps']:7.1f} GB/s  "
+              f"{100 * r['fraction']:5.1f}%  copy kernel {r['copy_kernel_gbps']:7.1f} GB/s "
+              f"(first call {r['first_s']:.2f} s)", flush=True)
+
+
+def _mlp_rows(report, cases, min_time):
+    rows = report.setdefault("mlp", [])
+    for sizes in cases:
+        r = _section(report, f"mlp {sizes}", mlp, sizes, min_time)
+        if r is None:
+            continue
+        rows.append(r)
+        m = r["median_s"]
+        print(f"mlp {sizes}: numpy {m['numpy'] * 1e3:.3f} ms, numba {m['numba'] * 1e3:.3f} ms, "
+              f"cuda {m['cuda'] * 1e3:.3f} ms: cuda {r['cuda_vs_numba']:.1f}x numba", flush=True)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--min-time", type=float, default=0.3)
     p.add_argument("--json", metavar="FILE")
     p.add_argument("--small", action="store_true", help="tiny sizes (a smoke test: runs on "
                    "numba-cuda's simulator; its figures mean nothing)")
-    p.add_argument("--profile", action="store_true", help="print where a cached call's "
-                   "host time goes (cProfile) for the dispatch and elementwise cases")
+    p.add_argument("--profile", action="store_true", help="first print where a call's host "
+                   "time goes (cProfile): cached x + y, the elementwise chain, the MLP step")
     a = p.parse_args(argv)
     if a.small:
         PROFILE_CALLS[0] = 3
@@ -166,52 +230,19 @@ def main(argv=None):
     report = {"machine": describe_machine(), "gpu": _gpu_name()}
     print("gpu:", report["gpu"], "| versions:", {k: report["machine"].get(k) for k in (
         "python", "numpy", "numba", "numba-cuda", "cupy")}, flush=True)
-    rows = []
-    for name, sizes in (SMALL if a.small else SIZES):
-        r = memory_bound(name, sizes, a.min_time)
-        rows.append(r)
-        print(f"{name:12s} {str(sizes):32s} {r['median_s'] * 1e6:9.1f} us  "
-              f"{r['gbps']:7.1f} GB/s  copy {r['copy_gbps']:7.1f} GB/s  "
-              f"{100 * r['fraction']:5.1f}%  copy kernel {r['copy_kernel_gbps']:7.1f} GB/s "
-              f"(first call {r['first_s']:.2f} s)", flush=True)
-    report["memory_bound"] = rows
-    report["mlp"] = []
-    for sizes in (SMALL_MLP if a.small else MLP_SIZES):
-        r = mlp(sizes, a.min_time)
-        report["mlp"].append(r)
-        m = r["median_s"]
-        print(f"mlp {sizes}: numpy {m['numpy'] * 1e3:.3f} ms, numba {m['numba'] * 1e3:.3f} ms, "
-              f"cuda {m['cuda'] * 1e3:.3f} ms: cuda {r['cuda_vs_numba']:.1f}x numba", flush=True)
-    d = dispatch(a.min_time)
-    report["dispatch"] = d
-    print("dispatch: " + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in d.items()), flush=True)
     if a.profile:
-        case = _case("dispatch", {})
-        f = gc.function(case.fn, backend="cuda")
-        args = gpu.on_device(case.args)
-        f(*args)
-        print(f"--- profile: {PROFILE_CALLS[0]} cached calls of x + y (cuda)\n"
-              + profile(lambda: f(*args)))
-        case = _case("elementwise", (SMALL if a.small else SIZES)[0][1])
-        f = gc.function(case.fn, backend="cuda")
-        args = gpu.on_device(case.args)
-        f(*args)
-        print(f"--- profile: {PROFILE_CALLS[0]} calls of the elementwise chain (cuda)\n"
-              + profile(lambda: f(*args)))
-        case = _case("mlp_train_step", (SMALL_MLP if a.small else MLP_SIZES)[0])
-        f = gc.function(case.fn, backend="cuda")
-        args = gpu.on_device(case.args)
-        f(*args)
-        from graphc.kernels.cuda.backend import describe
-        steps = [ln for ln in describe(f.get_concrete_function(*args).graph).splitlines()
-                 if ln.startswith("  ") and ": " in ln and not ln.startswith("    ")]
-        print("--- where the MLP step's ops run\n" + "\n".join(s[:160] for s in steps))
-        print(f"--- profile: {PROFILE_CALLS[0]} MLP train steps (cuda)\n"
-              + profile(lambda: f(*args), sort=("tottime", "cumulative"), lines=30))
+        _section(report, "profiles", profiles, a.small)
+    _memory_bound_rows(report, SMALL if a.small else SIZES, a.min_time)
+    _mlp_rows(report, SMALL_MLP if a.small else MLP_SIZES, a.min_time)
+    d = _section(report, "dispatch", dispatch, a.min_time)
+    if d is not None:
+        report["dispatch"] = d
+        print("dispatch: " + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in d.items()),
+              flush=True)
     if a.json:
         with open(a.json, "w") as fh:
             json.dump(report, fh, indent=1, default=str)
-    return 0
+    return 1 if report.get("errors") else 0
 
 
 if __name__ == "__main__":

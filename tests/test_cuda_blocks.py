@@ -66,10 +66,12 @@ def addr(a):
 
 
 def test_arrays_are_c_contiguous_of_the_shape_and_dtype(dev):
+    # an int shape too, as numba's cuda.device_array takes it (the reduction scratch)
     for shape, dtype in [((3, 4), np.float32), ((), np.float64), ((2, 1, 5), np.int32),
-                         ((7,), np.bool_)]:
+                         ((7,), np.bool_), (5, np.float64), (np.int64(3), np.int32)]:
         a = dev.array(shape, dtype)
         ref = np.empty(shape, dtype)
+        assert type(a.shape) is tuple and all(type(d) is int for d in a.shape)
         assert a.shape == ref.shape and a.strides == ref.strides and a.dtype == ref.dtype
         assert a.gpu_data.size >= ref.nbytes and a.gpu_data.size % blocks.GRAIN == 0
 

@@ -25,3 +25,24 @@ def test_no_driver_reason_names_the_fix(monkeypatch):
     monkeypatch.setattr(availability, "driver_error", lambda: "libcuda.so not found")
     why = backend_status()["cuda"]
     assert "no NVIDIA CUDA driver" in why and "libcuda.so not found" in why
+
+
+def test_cuda_bench_script_runs_and_checks_against_numpy(monkeypatch, tmp_path, capsys):
+    """benchmarks/cuda_bench.py at --small sizes (its figures mean nothing here): every
+    section runs, agrees with the numpy backend and lands in the JSON; the MLP section is
+    left out for time (the MLP step's agreement is test_cuda_agreement's)."""
+    import importlib.util
+    import json
+    import os
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "cuda_bench.py")
+    spec = importlib.util.spec_from_file_location("cuda_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    monkeypatch.setattr(bench, "SMALL_MLP", [])
+    out = tmp_path / "cb.json"
+    assert bench.main(["--small", "--min-time", "0.001", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert [r["workload"] for r in data["memory_bound"]] == ["elementwise", "softmax",
+                                                               "layernorm"]
+    assert set(data["dispatch"]) >= {"cached_call", "empty_launch", "device_array_1"}
+    assert "errors" not in data and "FAILED" not in capsys.readouterr().out

@@ -75,7 +75,7 @@ def device_array(shape, dtype, context, memalloc):
     else from `memalloc(size)` (the context's cuMemAlloc; it raises for lack of memory)."""
     from numba.cuda.cudadrv.devicearray import DeviceNDArray
     dtype = np.dtype(dtype)
-    shape = tuple(int(d) for d in shape)
+    shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     gpu_data = pointer(size_class(nbytes), context, memalloc)
     return DeviceNDArray(shape, c_strides(shape, dtype.itemsize), dtype, gpu_data=gpu_data)
