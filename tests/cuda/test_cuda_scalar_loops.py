@@ -7,6 +7,7 @@ import pytest
 
 import graphc as gc
 from graphc.errors import InvalidArgumentError
+from graphc.bench.workloads import branchy_loop
 from graphc.kernels.cuda import backend
 
 from cuda_helpers import agree
@@ -104,15 +105,7 @@ def test_an_error_in_a_scalar_loop_is_located(numba_forced):
     with pytest.raises(InvalidArgumentError, match=r"test_cuda_scalar_loops\.py:\d+"):
         cf(np.int32(5), np.int32(0))
 
-
-def branchy(x):
-    acc = gc.constant(0.0)
-    for i in gc.range(gc.size(x)):
-        if x[i] > 0:
-            acc += x[i] ** 2
-        else:
-            acc -= x[i]
-    return acc
+branchy = branchy_loop      # graphc bench's branchy loop: for i in gc.range(n): if x[i] > 0 ...
 
 
 def test_a_scalar_state_loop_reading_a_small_tensor_runs_on_the_cpu(numba_forced, cuda_stats):
