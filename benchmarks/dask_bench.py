@@ -64,7 +64,7 @@ def run(workers, total_mb, chunk_mb, rounds, breakdown=False):
     try:
         n = total_mb * 2**20 // 4
         chunk = chunk_mb * 2**20 // 4
-        x = _placed(client, da.random.default_rng(0).random(n, dtype=np.float32, chunks=chunk))
+        x = _placed_input(client, n, chunk)
         variants = {"dask+numpy": da.map_blocks(np_chain, x, dtype=np.float32).sum(),
                     "graphc.dask": gd.map_blocks(chain, x).sum()}
         for v in variants.values():          # warm-up: kernels compile, workers load graphs
@@ -89,12 +89,21 @@ def run(workers, total_mb, chunk_mb, rounds, breakdown=False):
         cluster.close()
 
 
-def _placed(client, x):
-    """`x` persisted with block i on worker i mod the worker count (same values)."""
+def _block(i, size):
+    return np.random.default_rng(i).random(size, dtype=np.float32)
+
+
+def _placed_input(client, n, chunk):
+    """A float32 array of `n` random values in `chunk`-sized blocks, block i made and kept
+    on worker i mod the worker count (keys of its own: no extra task per block)."""
     ws = sorted(client.scheduler_info()["workers"])
-    parts = [client.persist(x.blocks[i], workers=[ws[i % len(ws)]])
-             for i in range(x.numblocks[0])]
-    x = da.concatenate(parts)
+    blocks = -(-n // chunk)
+    sizes = tuple(min(chunk, n - i * chunk) for i in range(blocks))
+    name = f"bench-input-{n}-{chunk}"
+    futures = {(name, i): client.submit(_block, i, size, key=(name, i),
+                                        workers=[ws[i % len(ws)]])
+               for i, size in enumerate(sizes)}
+    x = da.Array(futures, name, chunks=(sizes,), dtype=np.float32)
     distributed.wait(x)
     return x
 
