@@ -141,7 +141,7 @@ def _print_breakdown(workers, rounds):
 
 def _block_work(kind, chunk, reps, ready, results):
     """One plain process: chain + sum of one chunk, `reps` times after `ready` (median s)."""
-    import graphc.kernels.tiers as tiers
+    from graphc.kernels import tiers
     tiers.set_mode("sync")
     x = np.random.default_rng(os.getpid()).random(chunk, dtype=np.float32)
     f = (lambda: np_chain(x).sum()) if kind == "dask+numpy" else \
