@@ -14,11 +14,13 @@ from . import payload
 
 class BlockFunction:
     """The task callable: the payload's bytes and digest, never the user's function.
-    Pickled (by dask) as this class's name plus those bytes and strings."""
+    Pickled (by dask) as this class's name plus those bytes and strings, once per task:
+    so the output's chunks are kept in a size that does not grow with the block count
+    (a full chunks tuple made a graph of n blocks ship O(n^2) bytes)."""
 
     def __init__(self, data, digest, backend, name, out_index, chunks):
         self.data, self.digest, self.backend = data, digest, backend
-        self.name, self.out_index, self.chunks = name, out_index, chunks
+        self.name, self.out_index, self.chunks = name, out_index, _compact(chunks)
 
     def __call__(self, *blocks, block_id=None):
         try:
@@ -26,7 +28,7 @@ class BlockFunction:
             out = fn.run([np.asarray(b) for b in blocks])[self.out_index]
         except Exception as e:  # noqa: BLE001 - re-raised as the same type, with the block
             raise _at_block(e, self.name, block_id) from e
-        want = tuple(c[i] for c, i in zip(self.chunks, block_id or ()))
+        want = tuple(_block_size(c, i) for c, i in zip(self.chunks, block_id or ()))
         if block_id is not None and out.shape != want:   # chunks= given wrong, say
             raise GraphcError(f"graphc.dask.map_blocks({self.name}), block {tuple(block_id)}: "
                               f"the function returned shape {list(out.shape)} where the "
@@ -36,6 +38,25 @@ class BlockFunction:
 
     def __dask_tokenize__(self):
         return ("graphc.dask.BlockFunction", self.digest, self.backend, self.out_index)
+
+
+def _compact(chunks):
+    """Per output axis ("even", size, count, last size) when every block but the last has
+    one size (dask's usual chunking), else ("sizes", sizes)."""
+    out = []
+    for c in chunks:
+        c = tuple(int(x) for x in c)
+        if len(c) > 2 and len(set(c[:-1])) == 1:
+            out.append(("even", c[0], len(c), c[-1]))
+        else:
+            out.append(("sizes", c))
+    return tuple(out)
+
+
+def _block_size(axis, i):
+    if axis[0] == "even":
+        return axis[1] if i < axis[2] - 1 else axis[3]
+    return axis[1][i]
 
 
 def _at_block(e, name, block_id):

@@ -141,6 +141,29 @@ def test_wrong_chunks_given_are_an_error_not_a_wrong_array():
                                   np.concatenate([_data((8, 6))[:, :2], _data((8, 6))[:, 3:5]], 1))
 
 
+def _first_task_bytes(r):
+    """Pickled size of the output's block-0 task, as distributed sends each task alone."""
+    graph = dict(r.__dask_graph__())
+    return len(pickle.dumps(graph[(r.name,) + (0,) * r.ndim]))
+
+
+def test_a_task_does_not_grow_with_the_block_count():
+    f = gc.function(lambda x: x * 2.0)
+    small, big = (gd.map_blocks(f, da.ones((n * 7 - 2, 3), dtype=np.float32, chunks=(7, 3)))
+                  for n in (4, 20_000))
+    assert _first_task_bytes(big) - _first_task_bytes(small) <= 16    # sizes' int widths
+    # uneven chunks along an axis are carried as they are, and still checked per block
+    x = da.from_array(_data((12, 6)), chunks=((2, 5, 3, 2), 3))
+    with pytest.raises(gc.errors.GraphcError, match=r"block \(3, \d\).*shape \[2, 2\].*\[3, 2\]"):
+        gd.map_blocks(gc.function(lambda x: x[:, :2]), x,
+                      chunks=((2, 5, 3, 3), (2, 2))).compute(scheduler="sync")
+    # even chunks: the last block's size is checked too
+    y = da.from_array(_data((10, 2)), chunks=(3, 2))
+    with pytest.raises(gc.errors.GraphcError, match=r"block \(3, 0\).*shape \[1, 2\].*\[2, 2\]"):
+        gd.map_blocks(gc.function(lambda x: x + 1.0), y,
+                      chunks=((3, 3, 3, 2), (2,))).compute(scheduler="sync")
+
+
 def test_transposed_and_broadcast_blocks():
     x, y = _data((7, 5)), _data((1, 7), 2)
     r = gd.map_blocks(chain, da.from_array(x, chunks=(3, 2)).T, da.from_array(y, chunks=(1, 2)))
