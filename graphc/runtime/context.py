@@ -90,7 +90,9 @@ class eager_scope:
 
 
 def _is_internal(filename):
-    return filename.startswith(_PKG_DIR) and "__graphc_generated__" not in filename
+    """graphc's own frames: its files, and the code it generates (`<graphc entry f>`,
+    `<graphc plan f>` ...), such as the entry a cached call enters first."""
+    return filename.startswith(_PKG_DIR) or filename.startswith("<graphc ")
 
 
 def user_frame():

@@ -32,7 +32,6 @@ class _Marker:
 
 # SLOW: the value of a fingerprint whose calls always take the general path
 PY, VAR, SEQ, SLOW = _Marker("PY"), _Marker("VAR"), _Marker("SEQ"), _Marker("SLOW")
-MISS = _Marker("MISS")      # a hot entry's answer for arguments it does not take
 PY_KEYED = frozenset((int, bool, str, bytes, type(None)))   # keyed by value, as in signature
 float_bits = struct.Struct("<d").pack                        # by bits, as in signature
 

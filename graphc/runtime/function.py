@@ -16,8 +16,8 @@ from .function_args import (_ParamInfo, _as_tensors, _changing_scalars, _check_i
                             _conform, _generalize_all)
 from .function_cache import TraceCache
 from .function_retrace import _retrace_message, _variables_again
-from .fingerprint import MISS, PY, PY_KEYED, SLOW, VAR, float_bits, sequence_fingerprint
-from .function_entry import change_hook, make_entry
+from .fingerprint import PY, PY_KEYED, SLOW, VAR, float_bits, sequence_fingerprint
+from .function_entry import HotEntries
 from .variables import Variable
 
 RETRACE_WARN_AFTER = 5
@@ -26,7 +26,7 @@ _busy = context._busy
 _config = config._state
 
 
-class Function(TraceCache):
+class Function(TraceCache, HotEntries):
     """A Python function compiled per input signature. Create it with `gc.function`."""
 
     def __init__(self, python_function, input_signature=None, autograph=True,
@@ -64,8 +64,9 @@ class Function(TraceCache):
         self._fast = {}                            # fingerprint -> ConcreteFunction or SLOW
         self._hot = (None, None, False)            # the last (fingerprint, trace) hit, and
         #                                            whether its entry was made (_hot_entry)
-        self._entry = None                         # entry(args) for the hot fingerprint
-        self._entries = {}                         # fingerprint -> its entry, or None
+        self._entry = None                         # the hot fingerprint's entry class
+        self._entries = {}                         # fingerprint -> its entry class, or None
+        self._plain = type(self)                   # the class without an entry
         self.input_signature = None
         if input_signature is not None:
             self.input_signature = _check_input_signature(input_signature, self._signature)
@@ -78,19 +79,14 @@ class Function(TraceCache):
         looked up by a fingerprint of them (dtype and shape; type and value) that an
         earlier call through the general path mapped to its trace (see _call_and_learn).
         It is built inline: a helper call would cost a tenth of the whole cached call.
-        Before it, positional calls try the hot fingerprint's generated entry (see
-        function_entry.py), which checks the arguments without building the fingerprint."""
+        A hot fingerprint's calls do not come here first: its generated entry (see
+        function_entry.py) replaces this method, and sends here what it does not take."""
         if not _busy[0] and not _config["run_eagerly"]:
             if kwargs or len(args) != self._n_simple:
                 values = self._signature.bind(args, kwargs)      # keywords, defaults
                 if values is None:
                     return self._call_general(args, kwargs)
             else:
-                entry = self._entry
-                if entry is not None:
-                    out = entry(args)
-                    if out is not MISS:
-                        return out
                 values = args
             leaves = []
             fp = []
@@ -129,7 +125,7 @@ class Function(TraceCache):
                 cf = self._fast.get(tuple(fp))
                 if cf is not None and cf is not SLOW:
                     self._hot = (fp, cf, False)
-                    self._entry = None
+                    self._use_entry(None)
                     return cf._call_leaves(leaves)
                 if cf is None:
                     return self._call_and_learn(values, fp, leaves)
@@ -151,7 +147,7 @@ class Function(TraceCache):
         if len(general) == len(leaves) and all(map(operator.is_, general, leaves)):
             fast = cf
             self._hot = (fp, cf, False)
-            self._entry = None
+            self._use_entry(None)
         else:
             fast = SLOW
         table = self._fast
@@ -160,32 +156,6 @@ class Function(TraceCache):
             self._entries = {}
         table[key] = fast
         return cf._call_leaves(general)
-
-    def _hot_entry(self, hot):
-        """The hot fingerprint hit again: from now on positional calls with it try its
-        entry first. Made on the second hit (a fingerprint seen once never pays the ~50 us
-        of generating one), kept per fingerprint; none for a device backend's tensors."""
-        fp, cf, _ = hot
-        if cf._on_change is None:       # before the entry is made: no change goes unheard
-            cf._on_change = change_hook(self)
-        key = tuple(fp)
-        entries = self._entries
-        if key in entries:
-            entry = entries[key]
-        else:
-            entry = None if self._device_leaves else make_entry(fp, cf, self._name)
-            entries[key] = entry
-        self._entry = entry
-        # a trace changed meanwhile (_trace_changed, another thread): make it afresh next time
-        self._hot = (fp, cf, self._entries is entries)
-
-    def _trace_changed(self):
-        """A trace's inline source came or went: its entries are made afresh (on the next
-        hot hit). Only speed depends on it: every entry gives a correct call either way."""
-        self._entries = {}
-        self._entry = None
-        fp, cf, _ = self._hot
-        self._hot = (fp, cf, False)
 
     def _resolve(self, args, kwargs):
         """(trace, leaves) for a call: the general path through signature keys."""

@@ -50,6 +50,6 @@ class TraceCache:
         # outlive its trace whatever the reason: swapped whole, as other threads read them
         self._fast = {k: c for k, c in self._fast.items() if c is not cf}
         self._entries = {}
-        self._entry = None
+        self._use_entry(None)
         if self._hot[1] is cf:
             self._hot = (None, None, False)

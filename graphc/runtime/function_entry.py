@@ -1,18 +1,26 @@
-"""gc.function's hot entry: one generated function per hot fingerprint of positional args.
+"""gc.function's hot entry: one generated `__call__` per hot fingerprint of positional args.
 
-`entry(args)` checks each argument against the fingerprint that mapped to a trace (its
-type; a tensor's or array's dtype and shape; a Python value's type and value) with one
-unrolled line per check, then finishes the call with the trace's own source
-(ConcreteFunction._entry_body: a compiled loop's kernel call inline, or its `_call_leaves`).
-It returns MISS for anything else, and Function.__call__ goes on with the fingerprint path,
-so the entry only ever takes calls that path would give the same trace with the same
-leaves: a cached call of a one-loop graph is then this frame and the kernel.
+The entry checks each argument against the fingerprint that mapped to a trace (its type; a
+tensor's or array's dtype and shape; a Python value's type and value) with one unrolled line
+per check, then finishes the call with the trace's own source (ConcreteFunction._entry_body:
+a compiled loop's kernel call inline, or its `_call_leaves`). Anything else (keywords,
+another arity, another fingerprint, a trace or eager mode in progress) goes to
+Function.__call__, the fingerprint path, so the entry only ever takes calls that path
+would give the same trace with the same leaves.
+
+The entry is the `__call__` of a subclass of the function's class made for it, and the
+Function switches its `__class__` to it (one atomic store, as other threads read it): the
+call then goes from the user's line straight into the generated code, without a frame for
+Function.__call__ and one for the entry (~0.1 us of a ~1.5 us cached call). A cached call
+of a one-loop graph is this frame and the kernel.
 """
 import weakref
 
 from numpy import ndarray
 
-from .fingerprint import MISS, PY, PY_KEYED, _Marker
+from .. import config
+from . import context
+from .fingerprint import PY, PY_KEYED, _Marker
 from .tensor import Tensor
 
 
@@ -33,16 +41,22 @@ def arg_parts(fp):
     return parts
 
 
-def make_entry(fp, cf, name):
-    """The entry for calls whose positional arguments have fingerprint `fp` (a list, as
-    Function.__call__ builds it), running trace `cf`; None when fp has a part it cannot
-    check inline."""
+def make_entry(fp, cf, name, base):
+    """The class whose `__call__` is the entry for calls whose positional arguments have
+    fingerprint `fp` (a list, as Function.__call__ builds it), running trace `cf`: a
+    subclass of `base` (the Function's own class, which must not override __call__);
+    None when fp has a part it cannot check inline."""
     parts = arg_parts(fp)
     if parts is None:
         return None
-    ns = {"MISS": MISS, "Tensor": Tensor, "ndarray": ndarray}
+    ns = {"Tensor": Tensor, "ndarray": ndarray, "F_call": _base_call(),
+          "_busy": context._busy, "_config": config._state}
     args = [f"a{i}" for i in range(len(parts))]
-    lines = ["def entry(args):"] + ([f"    {', '.join(args)}, = args"] if args else [])
+    miss = "        return F_call(self, *args)"
+    lines = ["def __call__(self, *args, **kwargs):",
+             f"    if kwargs or _busy[0] or _config['run_eagerly'] or len(args) != {len(args)}:",
+             "        return F_call(self, *args, **kwargs)"]
+    lines += [f"    {', '.join(args)}, = args"] if args else []
     leaves = []
     for i, part in enumerate(parts):
         a = args[i]
@@ -54,7 +68,7 @@ def make_entry(fp, cf, name):
             else:
                 ns[f"K{i}"], ns[f"P{i}"] = value, t
                 lines.append(f"    if type({a}) is not P{i} or {a} != K{i}:")
-            lines.append("        return MISS")
+            lines.append(miss)
             continue
         v = f"v{len(leaves)}"
         ns[f"D{len(leaves)}"], ns[f"S{len(leaves)}"] = part
@@ -64,17 +78,67 @@ def make_entry(fp, cf, name):
                   "    elif t is ndarray:",
                   f"        {v} = {a}",
                   "    else:",
-                  "        return MISS",
+                  miss,
                   # `is`: a dtype equal but not the same object takes the fingerprint path
                   f"    if {v} is None or {v}.dtype is not D{len(leaves)} or "
                   f"{v}.shape != S{len(leaves)}:",
-                  "        return MISS"]
+                  miss]
         leaves.append(v)
     body, names = cf._entry_body(leaves)
     ns.update(names)
     lines += ["    " + ln for ln in body]
     exec(compile("\n".join(lines) + "\n", f"<graphc entry {name}>", "exec"), ns)  # noqa: S102
-    return ns["entry"]
+    return type(base.__name__, (base,), {"__call__": ns["__call__"], "__slots__": (),
+                                         "__module__": base.__module__,
+                                         "__qualname__": base.__qualname__})
+
+
+class HotEntries:
+    """The entry-switching half of Function (its state is set up in Function.__init__)."""
+
+    def _hot_entry(self, hot):
+        """The hot fingerprint hit again: from now on calls go to its entry first (the
+        class whose `__call__` it is becomes this object's class). Made on the second hit
+        (a fingerprint seen once never pays the ~50 us of generating one), kept per
+        fingerprint; none for a device backend's tensors, nor for a subclass with its own
+        __call__ (the entry would take its calls from it)."""
+        fp, cf, _ = hot
+        if cf._on_change is None:       # before the entry is made: no change goes unheard
+            cf._on_change = change_hook(self)
+        key = tuple(fp)
+        entries = self._entries
+        if key in entries:
+            entry = entries[key]
+        else:
+            plain = self._plain
+            entry = None if self._device_leaves or plain.__call__ is not _base_call() \
+                else make_entry(fp, cf, self._name, plain)
+            entries[key] = entry
+        self._use_entry(entry)
+        # a trace changed meanwhile (_trace_changed, another thread): make it afresh next time
+        self._hot = (fp, cf, self._entries is entries)
+
+    def _use_entry(self, entry):
+        """Calls go to `entry` (an entry class, see function_entry.py) first, or (None)
+        straight to Function.__call__. Either is right for every call: only speed depends
+        on which, so a thread may store one while another stores the other."""
+        self._entry = entry
+        cls = self._plain if entry is None else entry
+        if type(self) is not cls:
+            self.__class__ = cls            # one store: other threads see the old or the new
+
+    def _trace_changed(self):
+        """A trace's inline source came or went: its entries are made afresh (on the next
+        hot hit). Only speed depends on it: every entry gives a correct call either way."""
+        self._entries = {}
+        self._use_entry(None)
+        fp, cf, _ = self._hot
+        self._hot = (fp, cf, False)
+
+
+def _base_call():
+    from .function import Function
+    return Function.__call__
 
 
 def change_hook(function):

@@ -116,6 +116,27 @@ register("assign_sub_variable", _assign_infer("assign_sub"), _assign_sub, kind=S
 # variable -> None: copies its device value back into `_value` (kernels.cuda.device sets it)
 DEVICE_SYNC = [None]
 
+
+def _device_getattr(self, name):
+    """Variable.__getattr__ where device copies exist: only reached when `_value` is absent,
+    a cuda function holds the live value on the device; copied back under the lock."""
+    if name == "_value" and "_lock" in self.__dict__:
+        with self._lock:
+            if "_value" not in self.__dict__:
+                DEVICE_SYNC[0](self)
+            return self.__dict__["_value"]
+    if name == "_dev":
+        return None
+    raise AttributeError(f"'Variable' object has no attribute {name!r}")
+
+
+def enable_device_values(sync):
+    """From now on a variable's live value may be on a device; `sync(var)` copies it back
+    (graphc.kernels.cuda.device calls this when it is imported). As for Tensor, only then
+    does Variable get its `__getattr__`, which slows every attribute load of a variable."""
+    DEVICE_SYNC[0] = sync
+    Variable.__getattr__ = _device_getattr
+
 _numbers = itertools.count(1)     # next() is atomic: unique numbers across threads
 
 
@@ -134,18 +155,6 @@ class Variable:
         self._name = name or f"Variable_{self._number}"
         for hook in context.creation_hooks():     # this thread's traces under way
             hook(self)
-
-    def __getattr__(self, name):
-        # only reached when `_value` is absent: a cuda function holds the live value on the
-        # device; copy it back under the lock (hooks installed by kernels.cuda.device)
-        if name == "_value" and "_lock" in self.__dict__:
-            with self._lock:
-                if "_value" not in self.__dict__:
-                    DEVICE_SYNC[0](self)
-                return self.__dict__["_value"]
-        if name == "_dev":
-            return None
-        raise AttributeError(f"'Variable' object has no attribute {name!r}")
 
     def _meta(self):
         """The live array (host or device) for its dtype and shape, without copying."""

@@ -131,6 +131,41 @@ def test_a_kept_choice_backs_off_before_measuring_again(monkeypatch, tmp_path):
     assert watch.need == 2 * adaptive.KEEP     # nothing changed: wait twice as long
 
 
+def test_parallel_measured_in_a_busy_spell_is_tried_again_once_it_is_over(monkeypatch,
+                                                                         tmp_path):
+    """Both cores free by the load signal, but another process held one while the variants
+    were measured: parallel lost. When the chosen serial variant then runs faster than it
+    was measured, parallel's record is suspect: measured again, and it wins."""
+    m = Machine(monkeypatch, tmp_path)
+    monkeypatch.setattr(adaptive, "SAMPLE_EVERY", 1)
+    m.cost.update(serial=2.0, parallel=4.0, numpy=6.0)       # the busy spell
+    f = gc.function(body, backend="numba")
+    m.calls(f, 1)
+    assert _decision(f)["variant"] == "serial"
+    m.calls(f, 2 * adaptive.KEEP)                            # as measured: kept
+    assert _decision(f)["parallel_s"] == 4.0
+    m.cost.update(serial=1.0, parallel=0.5, numpy=3.0)       # quiet again
+    m.calls(f, adaptive.KEEP + 1)
+    d = _decision(f)
+    assert d["variant"] == "parallel" and d["parallel_s"] == 0.5 and d["serial_s"] == 1.0
+    ran = dict(m.ran)
+    m.calls(f, 5)
+    assert m.ran["parallel"] == ran["parallel"] + 5 and m.ran["serial"] == ran["serial"]
+
+
+def test_a_faster_choice_without_a_parallel_record_is_not_measured_again(monkeypatch,
+                                                                        tmp_path):
+    m = Machine(monkeypatch, tmp_path, free=1)       # one free core: parallel not measured
+    monkeypatch.setattr(adaptive, "SAMPLE_EVERY", 1)
+    f = gc.function(body, backend="numba")
+    m.calls(f, 1)
+    assert _decision(f)["variant"] == "serial" and "parallel_s" not in _decision(f)
+    numpy_runs = m.ran["numpy"]
+    m.cost["serial"] = 0.5                           # faster than measured (1.0)
+    m.calls(f, 3 * adaptive.KEEP)
+    assert _decision(f)["serial_s"] == 1.0 and m.ran["numpy"] == numpy_runs
+
+
 def test_sampling_times_about_one_call_in_sample_every(monkeypatch, tmp_path):
     m = Machine(monkeypatch, tmp_path)
     seen = []

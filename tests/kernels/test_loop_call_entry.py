@@ -47,8 +47,9 @@ def walk(x, n):
 
 
 def _fused(f):
-    """f's entry inlines a loop kernel (its namespace holds the kernel)."""
-    return f._entry is not None and "k_fn" in f._entry.__globals__
+    """f's calls go to its entry (its class), which inlines a loop kernel (its namespace
+    holds the kernel)."""
+    return type(f) is f._entry and "k_fn" in f._entry.__call__.__globals__
 
 
 def _warm(f, *args):
@@ -116,9 +117,17 @@ def test_other_arguments_fall_out_of_the_entry(numba_forced):
     assert f.tracing_count == 3
     with numba_forced.expect(loops=True):
         _same(f(x=x).numpy(), ref(x).numpy())        # keywords: the fingerprint path
-    from graphc.runtime.fingerprint import MISS
-    for bad in (gc.constant(_values(N + 3)), _values().astype(np.float64), [1.0] * N, 3.0):
-        assert entry((bad,)) is MISS
+    # the entry's checks send each of these to Function.__call__ (the fingerprint path)
+    ns, sent = entry.__call__.__globals__, []
+    real = ns["F_call"]
+    ns["F_call"] = lambda self, *args, **kwargs: sent.append((self, args, kwargs)) or sent
+    try:
+        for bad in (gc.constant(_values(N + 3)), _values().astype(np.float64), [1.0] * N, 3.0):
+            assert entry.__call__(f, bad) is sent and sent[-1] == (f, (bad,), {})
+        assert entry.__call__(f, x, x) is sent and entry.__call__(f, x=x) is sent
+    finally:
+        ns["F_call"] = real
+    assert len(sent) == 6
 
 
 def test_python_scalars_are_checked_by_type_and_value(numba_forced):
@@ -304,5 +313,5 @@ def test_constants_feeding_the_loop_are_bound_in_the_entry(numba_forced):
         _warm(f, x)
         got = f(x).numpy()
     assert _fused(f)
-    assert any(k.startswith("k_c") for k in f._entry.__globals__)
+    assert any(k.startswith("k_c") for k in f._entry.__call__.__globals__)
     np.testing.assert_allclose(got, weighted(x).numpy(), rtol=2e-6)

@@ -86,24 +86,28 @@ def test_leaked_tensor_names_where_it_was_made_and_used():
 
 # -- warnings say their location once -------------------------------------------------------
 
-def retrace_warnings(call):
+def retrace_warnings(call, times=1):
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         for n in range(1, 8):
-            call(np.zeros(n, np.float32))
+            for _ in range(times):
+                call(np.zeros(n, np.float32))
     return [w for w in rec if issubclass(w.category, gc.RetracingWarning)]
 
 
-@pytest.mark.parametrize("how", ["call", "get_concrete_function"])
+@pytest.mark.parametrize("how", ["call", "hot call", "get_concrete_function"])
 def test_retracing_warning_points_at_the_calling_line_once(how):
+    """'hot call': each shape three times, so the retrace comes from a call that went
+    through the previous shape's generated entry first."""
     f = gc.function(lambda x: x)
 
     def call(x):
-        if how == "call":
+        if how != "get_concrete_function":
             return f(x)  # retrace-call-line
         return f.get_concrete_function(x)  # retrace-concrete-line
-    ws = retrace_warnings(call)
-    marker = "retrace-call-line" if how == "call" else "retrace-concrete-line"
+    ws = retrace_warnings(call, 3 if how == "hot call" else 1)
+    assert how != "hot call" or f._entry is not None
+    marker = "retrace-concrete-line" if how == "get_concrete_function" else "retrace-call-line"
     assert len(ws) == 1
     assert (ws[0].filename, ws[0].lineno) == (HERE, line(marker))
     assert HERE not in str(ws[0].message)

@@ -154,5 +154,5 @@ def _sync_to_host(var):
     var._dev = None
 
 
-_tensor.DEVICE_TO_HOST[0] = to_host
-_variables.DEVICE_SYNC[0] = _sync_to_host
+_tensor.enable_device_values(to_host)
+_variables.enable_device_values(_sync_to_host)
