@@ -47,7 +47,7 @@ class FakeDevice:
         return p.own()
 
     def array(self, shape, dtype=np.float32):
-        return blocks.device_array(shape, dtype, self, self.memalloc)
+        return blocks.device_array(blocks.as_shape(shape), dtype, self, self.memalloc)
 
 
 @pytest.fixture
@@ -174,3 +174,13 @@ def test_threads_never_share_a_block_in_use(dev):
     for t in threads:
         t.join()
     assert not errors and dev.calls < 4 * 300       # blocks were reused
+
+
+def test_the_backend_allocates_any_shape_numba_takes_on_blocks(dev, monkeypatch):
+    """memory.alloc as the plans call it: an int shape (the two-pass reduction scratch), a
+    numpy int, a tuple, 0-d."""
+    from graphc.kernels.cuda import memory
+    monkeypatch.setattr(memory.cuda, "current_context", lambda: dev)
+    for shape, want in [(5, (5,)), (np.int64(3), (3,)), ((2, 3), (2, 3)), ((), ())]:
+        a = memory.alloc(shape, np.float32)
+        assert a.shape == want and a.gpu_data.size == blocks.GRAIN

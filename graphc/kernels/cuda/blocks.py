@@ -19,6 +19,7 @@ pool. Idle blocks and idle plan buffers together stay within GRAPHC_CUDA_POOL_BY
 block that would go over evicts idle blocks of other sizes first, else it is freed.
 """
 import functools
+import math
 import os
 import threading
 import weakref
@@ -70,14 +71,18 @@ def c_strides(shape, itemsize):
     return tuple(reversed(strides))
 
 
+def as_shape(shape):
+    """`shape` as a tuple of ints (an int shape too, as numba's cuda.device_array takes)."""
+    return (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
+
+
 def device_array(shape, dtype, context, memalloc):
-    """A C-contiguous DeviceNDArray of `shape` and `dtype` on memory from the idle blocks,
-    else from `memalloc(size)` (the context's cuMemAlloc; it raises for lack of memory)."""
+    """A C-contiguous DeviceNDArray of `shape` (a tuple of ints with no zero: `as_shape`)
+    and `dtype` on memory from the idle blocks, else from `memalloc(size)` (the context's
+    cuMemAlloc; it raises for lack of memory)."""
     from numba.cuda.cudadrv.devicearray import DeviceNDArray
     dtype = np.dtype(dtype)
-    shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    gpu_data = pointer(size_class(nbytes), context, memalloc)
+    gpu_data = pointer(size_class(math.prod(shape) * dtype.itemsize), context, memalloc)
     return DeviceNDArray(shape, c_strides(shape, dtype.itemsize), dtype, gpu_data=gpu_data)
 
 
@@ -134,7 +139,3 @@ def idle_blocks():
         counts = [(k[0], len(v)) for k, v in list(_BLOCKS.items())]
     return sum(n for _, n in counts), sum(s * n for s, n in counts)
 
-
-def handed_out():
-    """Blocks now under live arrays."""
-    return len(_LIVE)

@@ -50,8 +50,11 @@ def alloc(shape, dtype):
 
 
 def _new_array(shape, dtype):
-    if _SIMULATED or not int(np.prod(shape, dtype=np.int64)):
+    if _SIMULATED:
         return cuda.device_array(shape, dtype)      # the simulator's memory is host memory
+    shape = blocks.as_shape(shape)
+    if 0 in shape:
+        return cuda.device_array(shape, dtype)      # no memory under an empty array
     ctx = cuda.current_context()
     return blocks.device_array(shape, dtype, ctx, ctx.memalloc)
 
