@@ -227,9 +227,11 @@ def main(argv=None):
         PROFILE_CALLS[0] = 3
     from graphc.bench.environment import describe_machine
     from graphc.bench.runner import _gpu_name
-    report = {"machine": describe_machine(), "gpu": _gpu_name()}
+    from graphc.kernels.cuda.launch import mode
+    report = {"machine": describe_machine(), "gpu": _gpu_name(), "launch": mode()}
     print("gpu:", report["gpu"], "| versions:", {k: report["machine"].get(k) for k in (
-        "python", "numpy", "numba", "numba-cuda", "cupy")}, flush=True)
+        "python", "numpy", "numba", "numba-cuda", "cupy")}, "| launches:", report["launch"],
+        flush=True)
     if a.profile:
         _section(report, "profiles", profiles, a.small)
     _memory_bound_rows(report, SMALL if a.small else SIZES, a.min_time)

@@ -4,7 +4,8 @@
 # left) the Dask scaling benchmark on more cores than CI has. Logs and JSON go to $OUT.
 #   tools/gpu_check.sh [all|cudabench|tests|bench|dask ...]   (default: all)
 # GPU_CHECK_BUDGET (s, default 480) bounds the whole run; CUDABENCH_S, TESTS_S cap parts;
-# BENCH_MIN_TIME is graphc bench's --min-time (default 0.3).
+# BENCH_MIN_TIME is graphc bench's --min-time (default 0.3); CUDABENCH_MODES the launch
+# paths cuda_bench runs under (default: direct).
 # Packages the device image lacks travel as wheels in .whl/ (installed under /tmp/site).
 set -u
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
@@ -40,9 +41,16 @@ EOF
 } 2>&1 | tee "$OUT/versions.log"
 
 if want cudabench && [ "$(left)" -gt 40 ]; then
-  echo "== cuda_bench ($(left) s left)"
-  timeout $(( $(left) < ${CUDABENCH_S:-150} ? $(left) : ${CUDABENCH_S:-150} )) python3 benchmarks/cuda_bench.py --profile \
-    --json "$OUT/cuda_bench.json" 2>&1 | tee "$OUT/cuda_bench.log" | grep -v "^ \|^$" | head -40
+  # GRAPHC_CUDA_LAUNCH modes side by side (launch.py); the first is profiled
+  EXTRA="--profile --json $OUT/cuda_bench.json"   # $OUT takes 8 files back: one JSON
+  for MODE in ${CUDABENCH_MODES:-direct}; do
+    [ "$(left)" -gt 40 ] || break
+    echo "== cuda_bench, GRAPHC_CUDA_LAUNCH=$MODE ($(left) s left)"
+    GRAPHC_CUDA_LAUNCH=$MODE timeout $(( $(left) < ${CUDABENCH_S:-150} ? $(left) : ${CUDABENCH_S:-150} )) \
+      python3 benchmarks/cuda_bench.py $EXTRA 2>&1 \
+      | tee "$OUT/cuda_bench_$MODE.log" | grep -v "^ \|^$\|Warning\|warn(" | head -40
+    EXTRA=
+  done
 fi
 if want tests && [ "$(left)" -gt 40 ]; then
   echo "== CUDA suites on the device ($(left) s left)"

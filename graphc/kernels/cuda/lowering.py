@@ -33,7 +33,7 @@ import numpy as np
 
 from ..fusion import raises_on_integers
 from ..planning import numpy_steps, plan_layout, run_numpy
-from . import codegen, elementwise, reduce
+from . import codegen, elementwise, launch, reduce
 from .gemm import matmul  # noqa: F401 - part of the contract
 
 
@@ -80,7 +80,7 @@ class _Plan:
         self.spec = spec
         self.key = codegen.module_key(
             f"{self.kind} columns={self.columns} block={self.threads}", spec.canonical())
-        self.launches, self.launchers = [], {}
+        self.launches, self.runs, self.launchers = [], [], {}
 
     def scratch(self, j, n_part, n_rb, dtype):
         """Reduction j's partials and results: allocated once per thread and reused by
@@ -157,25 +157,17 @@ class GroupKernel:
         if plan.kind is None:
             return self.run_numpy(inputs, alloc)
         ns = plan.module()
-        ins = [_vector(a) if a.ndim == 0 else a for a in inputs]
-        if plan.flat:
-            ins = [a if a.ndim <= 1 else a.reshape(a.size) for a in ins]
         results = [alloc(k, s, v.type.dtype.np)
                    for k, (s, v) in enumerate(zip(plan.out_shapes, self.group.outputs))]
-        outs = [_vector(o) if o.ndim == 0 else o for o in results]    # kernels index [0]
-        if plan.flat:
-            flat_outs = [o if o.ndim <= 1 else o.reshape(o.size) for o in outs]
-        else:
-            flat_outs = outs
-        dims = (plan.size,) if plan.flat else plan.domain
-        if plan.kind == elementwise.KERNEL:
+        if plan.kind == elementwise.KERNEL:     # flat: every array as 1-d (contiguous)
+            dims = (plan.size,) if plan.flat else plan.domain
             _launch(plan, ns["elementwise"], codegen.blocks_for(plan.size),
-                    *ins, *flat_outs, *dims, plan.size)
+                    [*inputs, *results], (*dims, plan.size), flat=plan.flat)
         elif plan.kind == reduce.ROW:
-            _launch(plan, ns["row"], codegen.blocks_for(plan.nk, 1),
-                    *ins, *outs, *dims, plan.nk, plan.nr, threads=plan.threads)
+            _launch(plan, ns["row"], codegen.blocks_for(plan.nk, 1), [*inputs, *results],
+                    (*plan.domain, plan.nk, plan.nr), threads=plan.threads)
         else:
-            self._two_pass(plan, ns, ins, outs)
+            self._two_pass(plan, ns, inputs, results)
         return results
 
     def _two_pass(self, plan, ns, ins, outs):
@@ -187,13 +179,13 @@ class GroupKernel:
             part, rb = plan.scratch(j, nchunks * nk, nk, op.outputs[0].type.dtype.np)
             per_block = codegen.THREADS if plan.columns else 1     # tasks per block
             _launch(plan, ns[f"partials_{j}"], codegen.blocks_for(nk * nchunks, per_block),
-                    *ins, *rbs, part, *plan.domain, nk, nr, nchunks, chunk)
-            _launch(plan, ns[f"combine_{j}"], codegen.blocks_for(nk, per_block), part, rb,
-                    nk, nchunks)
+                    [*ins, *rbs, part], (*plan.domain, nk, nr, nchunks, chunk))
+            _launch(plan, ns[f"combine_{j}"], codegen.blocks_for(nk, per_block), [part, rb],
+                    (nk, nchunks))
             rbs.append(rb)
         n = nk * nr if b.full_outputs() else nk
-        _launch(plan, ns["final"], codegen.blocks_for(n), *ins, *rbs, *outs, *plan.domain,
-                nk, nr, n)
+        _launch(plan, ns["final"], codegen.blocks_for(n), [*ins, *rbs, *outs],
+                (*plan.domain, nk, nr, n))
 
     def run_numpy(self, inputs, alloc=None):
         """The group's numpy rules on host copies (located errors included), uploaded."""
@@ -214,14 +206,11 @@ class GroupKernel:
             return f"{self.group.name}: not run yet"
         if plan.kind is None:
             return f"{self.group.name}: numpy rules on the host ({plan.reason})"
-        launches = ", ".join(f"{name}[{g}, {t}]" for name, g, t in plan.launches)
+        launches = ", ".join(f"{name}[{g}, {t}] ({run.mode}{': ' + run.why if run.why else ''})"
+                             for (name, g, t), run in zip(plan.launches, plan.runs))
         kind = plan.kind + (" (a thread per column)" if plan.columns else "")
         return (f"{self.group.name}: cuda {kind} kernel over {list(plan.domain)}; "
                 f"launches {launches}\n{plan.source}")
-
-
-def _vector(a):
-    return a.reshape(1)
 
 
 def _new(k, shape, dtype):
@@ -234,25 +223,14 @@ def _for_output(alloc, k):
     return lambda _, shape, dtype: alloc(k, shape, dtype)
 
 
-def _launch(plan, kernel, blocks, *args, threads=codegen.THREADS):
+def _launch(plan, kernel, blocks, arrays, ints, threads=codegen.THREADS, flat=False):
+    """`kernel[blocks, threads]` on `arrays` (0-d ones as 1 element; with `flat`, all as
+    1-d) then `ints`, through the plan's launcher for that shape (launch.py)."""
     key = (id(kernel), blocks, threads)
     launcher = plan.launchers.get(key)
     if launcher is None:
-        launcher = plan.launchers[key] = _configured(kernel, blocks, threads)
+        launcher = plan.launchers[key] = launch.Launcher(kernel, blocks, threads)
         plan.launches.append((kernel.py_func.__name__ if hasattr(kernel, "py_func")
                               else str(kernel), blocks, threads))
-    with codegen.launching():
-        launcher(*args)
-
-
-_CONFIGURE = threading.Lock()
-
-
-def _configured(kernel, blocks, threads):
-    """`kernel[blocks, threads]`, made once per launch shape (numba-cuda builds the
-    configuration object anew on each `[]`), without numba's warning that a small grid
-    under-uses the GPU: small arrays get small grids by design."""
-    import warnings
-    with _CONFIGURE, warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Grid size .* under-utilization")
-        return kernel[blocks, threads]
+        plan.runs.append(launcher)
+    launcher(arrays, ints, flat)

@@ -21,6 +21,7 @@ Why it is safe:
   allocation that fails for lack of device memory empties every pool and idle block and
   tries once more.
 """
+import threading
 import weakref
 
 import numpy as np
@@ -55,8 +56,15 @@ def _new_array(shape, dtype):
     shape = blocks.as_shape(shape)
     if 0 in shape:
         return cuda.device_array(shape, dtype)      # no memory under an empty array
-    ctx = cuda.current_context()
+    ctx = getattr(_THREAD, "ctx", None)
+    if ctx is None:
+        ctx = _THREAD.ctx = cuda.current_context()
     return blocks.device_array(shape, dtype, ctx, ctx.memalloc)
+
+
+# The context per thread: numba-cuda's current_context() asks the driver each time once
+# CuPy or cuda.core made the context current (it caches only contexts it activated).
+_THREAD = threading.local()
 
 
 def _out_of_memory(e):

@@ -10,6 +10,7 @@ import numpy as np
 from numba import cuda
 
 from . import device
+from .launch import Launcher
 
 THREADS = 256
 
@@ -32,6 +33,7 @@ def _sub(a, b, out):
 
 KERNEL_SOURCES = {"add": _add, "subtract": _sub}     # compiled to PTX in tests/cuda
 _KERNELS = {name: cuda.jit(fn) for name, fn in KERNEL_SOURCES.items()}
+_LAUNCHERS = {}      # (kernel, blocks, threads) -> Launcher
 ON_DEVICE = frozenset("bBhHiIlLqQfd")     # numpy dtype chars: ints and float32/64
 
 
@@ -41,10 +43,13 @@ def combine(a, b, name):
     n = out.size
     if n == 0:
         return out
-    flat = (n,)
     threads = min(THREADS, n) if not device.SIMULATED else min(32, n)
     blocks = 1 if device.SIMULATED else min((n + threads - 1) // threads, 4096)
-    _KERNELS[name][blocks, threads](a.reshape(flat), b.reshape(flat), out.reshape(flat))
+    key = (name, blocks, threads)
+    run = _LAUNCHERS.get(key)
+    if run is None:
+        run = _LAUNCHERS[key] = Launcher(_KERNELS[name], blocks, threads)
+    run([a, b, out], flat=True)
     return out
 
 

@@ -1,0 +1,226 @@
+"""Kernel launches without numba-cuda's per-launch argument handling.
+
+numba-cuda spends most of a small launch in Python: typing every argument, building a
+view per 0-d or flattened array, marshalling each field (~30 us per launch on an H100 VM,
+more than the kernel). A `Launcher` is one kernel at one launch shape: its first call goes
+through numba-cuda (which compiles the overload), and from then on it packs the arguments
+itself -- numba's kernel ABI: per array meminfo, parent, size, itemsize, data pointer,
+shape, strides; per integer an int64 -- and calls the driver's cuLaunchKernel through
+ctypes with a parameter block kept per thread (`GRAPHC_CUDA_LAUNCH=direct`, the default),
+or cuda.core's `launch` (`core`), or numba-cuda every time (`numba`; the simulator always).
+
+Before the first direct launch the packing is compared with what numba-cuda itself would
+pass for the same arguments; any difference (another numba-cuda ABI, an argument that is
+not a C-contiguous device array or an integer) keeps that launcher on numba's path, and
+`Launcher.why` says why.
+"""
+import ctypes
+import os
+import threading
+
+from . import codegen
+from .scalar import SIMULATOR
+
+MODES = ("direct", "core", "numba")
+CUDA_ERROR_INVALID_CONTEXT = 201
+
+
+def mode():
+    m = os.environ.get("GRAPHC_CUDA_LAUNCH", "direct")
+    if m not in MODES:
+        raise ValueError(f"GRAPHC_CUDA_LAUNCH={m!r}: expected one of {', '.join(MODES)}")
+    return "numba" if SIMULATOR else m
+
+
+def views(arrays, flat):
+    """The arrays as numba-cuda's kernels take them: a 0-d array as 1 element, and with
+    `flat` every array of rank > 1 as a 1-d view."""
+    return [a.reshape(a.size) if a.ndim == 0 or (flat and a.ndim > 1) else a
+            for a in arrays]
+
+
+def params(a, flat):
+    """numba's parameters for array `a` (as `views` gives it), kept on the array: its
+    shape, strides and memory never change."""
+    d = getattr(a, "__dict__", None)
+    key = "_graphc_flat" if a.ndim == 0 or (flat and a.ndim > 1) else "_graphc_params"
+    p = d.get(key) if d is not None else None
+    if p is None:
+        item, ptr = a.dtype.itemsize, a.device_ctypes_pointer.value
+        if key == "_graphc_flat":
+            p = (0, 0, a.size, item, ptr, a.size, item)
+        else:
+            p = (0, 0, a.size, item, ptr, *a.shape, *a.strides)
+        if d is not None:
+            d[key] = p
+    return p
+
+
+def pack(arrays, ints, flat):
+    """The kernel's parameters for `views(arrays, flat)` then `ints`, as numba-cuda's
+    `_Kernel._prepare_args` lays them out, without making the views."""
+    out = []
+    for a in arrays:
+        out += params(a, flat)
+    out += ints
+    return out
+
+
+def numba_params(kernel, arrays, ints, flat):
+    """What numba-cuda's own launch would pass (its ctypes scalars as plain ints)."""
+    args = views(arrays, flat) + list(ints)
+    out = []
+    for ty, v in zip(kernel.argument_types, args):
+        kernel._prepare_args(ty, v, 0, [], out)
+    return [getattr(x, "value", x) for x in out]
+
+
+def abi_mismatch(kernel, arrays, ints, flat):
+    """Why `pack` cannot stand in for numba's launch of `kernel` (an overload), or ''."""
+    from numba.core import types
+    if getattr(kernel, "debug", False) or getattr(kernel, "extensions", None):
+        return "a debug kernel or one with argument extensions"
+    args = views(arrays, flat)
+    tys = kernel.argument_types
+    if len(tys) != len(args) + len(ints):
+        return "argument count differs from the overload's"
+    for ty, a in zip(tys, args):
+        if not (isinstance(ty, types.Array) and ty.layout == "C" and ty.ndim == a.ndim
+                and a.is_c_contiguous()):
+            return f"argument of type {ty} is not a C-contiguous array"
+    for ty in tys[len(args):]:
+        if ty != types.int64:
+            return f"argument of type {ty} is not an int64"
+    mine, theirs = pack(arrays, ints, flat), numba_params(kernel, arrays, ints, flat)
+    if mine != theirs:
+        return f"packed parameters differ from numba-cuda's: {mine} != {theirs}"
+    return ""
+
+
+class _Driver:
+    """cuLaunchKernel from libcuda through ctypes (the library numba-cuda has loaded)."""
+
+    def __init__(self):
+        lib = ctypes.CDLL("libcuda.so.1")
+        self.fn = lib.cuLaunchKernel
+        u = ctypes.c_uint
+        self.fn.argtypes = [ctypes.c_void_p, u, u, u, u, u, u, u, ctypes.c_void_p,
+                            ctypes.c_void_p, ctypes.c_void_p]
+        self.fn.restype = ctypes.c_int
+        self.name = lib.cuGetErrorName
+        self.name.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+
+    def error(self, rc):
+        s = ctypes.c_char_p()
+        self.name(rc, ctypes.byref(s))
+        return f"cuLaunchKernel failed: {(s.value or b'?').decode()} ({rc})"
+
+
+_DRIVER = []
+_DRIVER_LOCK = threading.Lock()
+
+
+def driver():
+    if not _DRIVER:
+        with _DRIVER_LOCK:
+            if not _DRIVER:
+                _DRIVER.append(_Driver())
+    return _DRIVER[0]
+
+
+def _dims(d):
+    d = tuple(d) if isinstance(d, (tuple, list)) else (d,)
+    return (tuple(int(x) for x in d) + (1, 1))[:3]
+
+
+class Launcher:
+    """`launcher(arrays, ints, flat=False)` launches `kernel[blocks, threads]` on the
+    default stream with `views(arrays, flat)` and `ints`."""
+
+    def __init__(self, kernel, blocks, threads):
+        self.kernel, self.blocks, self.threads = kernel, blocks, threads
+        self.configured = _configured(kernel, blocks, threads)
+        self.mode, self.why = mode(), ""
+        self.fast = None
+        self._lock = threading.Lock()
+        self._tls = threading.local()
+
+    def __call__(self, arrays, ints=(), flat=False):
+        fast = self.fast
+        if fast is not None:
+            return fast(arrays, ints, flat)
+        with codegen.launching():
+            self.configured(*views(arrays, flat), *ints)
+        if self.mode != "numba":
+            with self._lock:
+                if self.fast is None and self.mode != "numba":
+                    self._build(arrays, ints, flat)
+        return None
+
+    def _build(self, arrays, ints, flat):
+        """After numba's first launch: the overload it ran, checked against `pack`."""
+        k = self.kernel
+        try:
+            tys = tuple(k.typeof_pyval(v) for v in views(arrays, flat) + list(ints))
+            overload = k.overloads.get(tys)
+            self.why = ("numba-cuda compiled no overload for these types" if overload is None
+                        else abi_mismatch(overload, arrays, ints, flat))
+            if not self.why:
+                cufunc = overload._codelibrary.get_cufunc()
+                self.fast = (self._direct(cufunc) if self.mode == "direct"
+                             else self._core(cufunc))
+        except Exception as e:  # noqa: BLE001 - numba's path stays; the reason is kept
+            self.why = f"{type(e).__name__}: {e}"
+        if self.fast is None:
+            self.mode = "numba"
+
+    def _direct(self, cufunc):
+        drv = driver()
+        handle = int(cufunc.handle)
+        g, b = _dims(self.blocks), _dims(self.threads)
+        tls, fn = self._tls, drv.fn
+
+        def block(n):
+            vals = (ctypes.c_int64 * n)()
+            base = ctypes.addressof(vals)
+            return vals, (ctypes.c_void_p * n)(*(base + 8 * i for i in range(n)))
+
+        def launch(arrays, ints, flat):
+            params = pack(arrays, ints, flat)
+            blk = getattr(tls, "block", None)
+            if blk is None or len(blk[0]) != len(params):
+                blk = tls.block = block(len(params))
+            blk[0][:] = params
+            rc = fn(handle, *g, *b, 0, None, blk[1], None)
+            if rc == CUDA_ERROR_INVALID_CONTEXT:     # a thread numba has not bound yet
+                from numba.cuda.cudadrv.devices import get_context
+                get_context()
+                rc = fn(handle, *g, *b, 0, None, blk[1], None)
+            if rc:
+                raise RuntimeError(drv.error(rc))
+        return launch
+
+    def _core(self, cufunc):
+        from cuda.core import LaunchConfig, launch
+        from numba.cuda._compat import CUDA_CORE_GE_1_0
+        from numba.cuda.cudadrv.driver import _to_core_stream
+        coop = {"is_cooperative" if CUDA_CORE_GE_1_0 else "cooperative_launch": False}
+        config = LaunchConfig(grid=_dims(self.blocks), block=_dims(self.threads),
+                              shmem_size=0, **coop)
+        stream, kern = _to_core_stream(0), cufunc.kernel
+
+        def run(arrays, ints, flat):
+            launch(stream, config, kern, *pack(arrays, ints, flat))
+        return run
+
+
+_CONFIGURE = threading.Lock()
+
+
+def _configured(kernel, blocks, threads):
+    """`kernel[blocks, threads]` without numba's warning that a small grid under-uses the
+    GPU: small arrays get small grids by design."""
+    import warnings
+    with _CONFIGURE, warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Grid size .* under-utilization")
+        return kernel[blocks, threads]
