@@ -204,3 +204,16 @@ def test_threads_each_launch_their_own_parameters(dev, driver):
         t.join()
     got = [tuple(v[-1]) for v in driver.launches]
     assert len(got) == 400 and set(got) == want
+
+
+def test_other_dtypes_or_ranks_than_the_overloads_go_through_numba(dev, driver):
+    run, arrays = _direct(dev, driver)
+    run(arrays, (5,))
+    assert len(driver.launches) == 1 and len(run.kernel.calls) == 1
+    doubles = [dev.array((5,), np.float64), dev.array((5,), np.float64)]
+    run(doubles, (5,))                           # same launch shape, another overload
+    assert len(driver.launches) == 1 and len(run.kernel.calls) == 2
+    run([dev.array((5, 1)), dev.array((5,))], (5,))      # another rank
+    assert len(driver.launches) == 1 and len(run.kernel.calls) == 3
+    run(arrays, (5,))
+    assert len(driver.launches) == 2

@@ -68,3 +68,15 @@ def test_new_threads_launch_with_the_right_arguments():
     for got, want in results.values():
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
     assert len(results) == 4
+
+
+def test_one_launch_shape_over_several_dtypes():
+    """The variable-update kernel is one dispatcher for every dtype: a launcher made for
+    float64 must not launch float32 arrays with the float64 overload."""
+    for dtype in (np.float64, np.float32, np.int32, np.float64):
+        v = gc.Variable(np.ones((2, 2), dtype))
+        step = gc.function(lambda: v.assign_add(np.full((2, 2), 3, dtype)), backend="cuda")
+        step()
+        step()
+        got = v.numpy()
+        assert got.dtype == dtype and np.array_equal(got, np.full((2, 2), 7, dtype)), got

@@ -8,10 +8,10 @@ one-element cuda.device_array took 44 us. A steady-state call asks for the same 
 every time, so blocks are kept by size class (bytes rounded up to 512) and handed out
 again.
 
-How: an array's gpu_data is an OwnedPointer of a per-allocation AutoFreePointer (numba-cuda's
-own ownership scheme): every view of the array holds a reference to it, and when the last
-one is gone numba calls our finalizer, which returns the raw block to the idle list instead
-of queueing a cuMemFree. Safe reuse: the launches that used the block were enqueued before
+How: an array's gpu_data is a BlockPointer (numba-cuda's MemoryPointer without its
+finalizer objects, which cost more than the rest of a small call): every view of the
+array holds a reference to it, and when the last one is gone its `__del__` returns the
+raw block to the idle list instead of queueing a cuMemFree. Safe reuse: the launches that used the block were enqueued before
 its last array died, on the legacy default stream, which runs them before any later launch
 (with per-thread default streams, idle lists are per thread). Work on other streams that
 reads a graphc result must be synchronized before the result is dropped, as with CuPy's
@@ -22,7 +22,6 @@ import functools
 import math
 import os
 import threading
-import weakref
 
 import numpy as np
 
@@ -32,7 +31,6 @@ DEFAULT_LIMIT = 1 << 30
 LOCK = threading.RLock()       # reentrant: a finalizer may run under it (GC in this thread)
 IDLE = [0]                     # idle bytes: plan pools (memory.Pool) and blocks here
 _BLOCKS = {}                   # (size class, stream key) -> idle raw blocks
-_LIVE = {}                     # id -> pointer handed out (strong refs, as numba's own map)
 GRAIN = 512
 
 
@@ -54,9 +52,14 @@ def limit():
 
 
 def stream_key():
-    from numba import cuda
-    per_thread = getattr(cuda.config, "CUDA_PER_THREAD_DEFAULT_STREAM", 0)
+    if not _CONFIG:
+        from numba import cuda
+        _CONFIG.append(cuda.config)
+    per_thread = getattr(_CONFIG[0], "CUDA_PER_THREAD_DEFAULT_STREAM", 0)
     return threading.get_ident() if per_thread else None
+
+
+_CONFIG = []
 
 
 def size_class(nbytes):
@@ -73,6 +76,8 @@ def c_strides(shape, itemsize):
 
 def as_shape(shape):
     """`shape` as a tuple of ints (an int shape too, as numba's cuda.device_array takes)."""
+    if type(shape) is tuple and all(type(d) is int for d in shape):
+        return shape
     return (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
 
 
@@ -80,15 +85,35 @@ def device_array(shape, dtype, context, memalloc):
     """A C-contiguous DeviceNDArray of `shape` (a tuple of ints with no zero: `as_shape`)
     and `dtype` on memory from the idle blocks, else from `memalloc(size)` (the context's
     cuMemAlloc; it raises for lack of memory)."""
-    from numba.cuda.cudadrv.devicearray import DeviceNDArray
     dtype = np.dtype(dtype)
     gpu_data = pointer(size_class(math.prod(shape) * dtype.itemsize), context, memalloc)
-    return DeviceNDArray(shape, c_strides(shape, dtype.itemsize), dtype, gpu_data=gpu_data)
+    return _array(shape, dtype, gpu_data)
+
+
+_TEMPLATES = {}         # (shape, dtype) -> a DeviceNDArray's fields but its memory
+
+
+def _array(shape, dtype, gpu_data):
+    """DeviceNDArray(shape, C strides, dtype, gpu_data=gpu_data), its fields copied from
+    the first array of that shape and dtype (numba-cuda's constructor builds its layout
+    descriptor anew each time; the descriptor is never changed after, so it is shared)."""
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+    key = (shape, dtype)
+    fields = _TEMPLATES.get(key)
+    if fields is None:
+        a = DeviceNDArray(shape, c_strides(shape, dtype.itemsize), dtype, gpu_data=gpu_data)
+        if len(_TEMPLATES) >= 4096:
+            _TEMPLATES.clear()
+        _TEMPLATES[key] = {k: v for k, v in a.__dict__.items() if k != "gpu_data"}
+        return a
+    a = DeviceNDArray.__new__(DeviceNDArray)
+    a.__dict__.update(fields)
+    a.gpu_data = gpu_data
+    return a
 
 
 def pointer(size, context, memalloc):
     """gpu_data of `size` bytes whose last reference returns its block here."""
-    from numba.cuda.cudadrv.driver import AutoFreePointer
     key = (size, stream_key())
     raw = None
     with LOCK:
@@ -100,16 +125,48 @@ def pointer(size, context, memalloc):
         raw = memalloc(size)
     else:
         STATS.add("block_reuses")
-    box = []
+    return _block_pointer()(context, raw, size, key)
 
-    def back():
-        _LIVE.pop(box[0], None)
-        keep(key, raw)
 
-    mem = AutoFreePointer(weakref.proxy(context), raw.device_pointer, size, finalizer=back)
-    box.append(id(mem))
-    _LIVE[id(mem)] = mem
-    return mem.own()
+_CLASS = []
+
+
+def _block_pointer():
+    """BlockPointer, made on first use (numba-cuda is imported only with the backend)."""
+    if _CLASS:
+        return _CLASS[0]
+    from numba.cuda.cudadrv.driver import MemoryPointer
+
+    class BlockPointer(MemoryPointer):
+        """numba-cuda's MemoryPointer over a cached block `raw` (which it keeps alive),
+        without MemoryPointer's finalizer objects: the block goes back to the idle list
+        when this pointer dies, i.e. when the last array or view on it is gone (views
+        hold it: `view` below)."""
+        device_ctypes_pointer = None        # an attribute here (a property above)
+
+        def __init__(self, context, raw, size, key):    # MemoryPointer's fields
+            self.context = context
+            self.device_pointer = self.handle = raw.device_pointer
+            self.device_ctypes_pointer = raw.device_ctypes_pointer
+            self.size = self._cuda_memsize_ = size
+            self.is_managed, self.refct, self._owner = False, 1, None
+            self._raw, self._key = raw, key
+
+        def view(self, start, stop=None):
+            v = MemoryPointer.view(self, start, stop)
+            v._graphc_block = self          # numba's view holds only a weak proxy
+            return v
+
+        def own(self):
+            raise RuntimeError("a graphc block pointer is owned by its arrays")
+
+        def __del__(self):
+            try:
+                keep(self._key, self._raw)
+            except Exception:  # noqa: BLE001,S110 - interpreter exit: numba frees it
+                pass
+    _CLASS.append(BlockPointer)
+    return BlockPointer
 
 
 def keep(key, raw):

@@ -135,20 +135,23 @@ def _dims(d):
 
 class Launcher:
     """`launcher(arrays, ints, flat=False)` launches `kernel[blocks, threads]` on the
-    default stream with `views(arrays, flat)` and `ints`."""
+    default stream with `views(arrays, flat)` and `ints`. Its own launches are for the
+    overload of its first call's dtypes and ranks; other arguments take numba-cuda's path
+    (which compiles what they need)."""
 
     def __init__(self, kernel, blocks, threads):
         self.kernel, self.blocks, self.threads = kernel, blocks, threads
         self.configured = _configured(kernel, blocks, threads)
         self.mode, self.why = mode(), ""
-        self.fast = None
+        self.fast, self.dtypes, self.n = None, None, 0
         self._lock = threading.Lock()
         self._tls = threading.local()
 
     def __call__(self, arrays, ints=(), flat=False):
         fast = self.fast
-        if fast is not None:
-            return fast(arrays, ints, flat)
+        if fast is not None and [a.dtype for a in arrays] == self.dtypes and \
+                fast(arrays, ints, flat):
+            return None
         with codegen.launching():
             self.configured(*views(arrays, flat), *ints)
         if self.mode != "numba":
@@ -166,6 +169,9 @@ class Launcher:
             self.why = ("numba-cuda compiled no overload for these types" if overload is None
                         else abi_mismatch(overload, arrays, ints, flat))
             if not self.why:
+                # the overload's signature: other dtypes or ranks go through numba-cuda
+                self.dtypes = [a.dtype for a in arrays]
+                self.n = len(pack(arrays, ints, flat))
                 cufunc = overload._codelibrary.get_cufunc()
                 self.fast = (self._direct(cufunc) if self.mode == "direct"
                              else self._core(cufunc))
@@ -187,9 +193,11 @@ class Launcher:
 
         def launch(arrays, ints, flat):
             params = pack(arrays, ints, flat)
+            if len(params) != self.n:
+                return False
             blk = getattr(tls, "block", None)
-            if blk is None or len(blk[0]) != len(params):
-                blk = tls.block = block(len(params))
+            if blk is None:
+                blk = tls.block = block(self.n)
             blk[0][:] = params
             rc = fn(handle, *g, *b, 0, None, blk[1], None)
             if rc == CUDA_ERROR_INVALID_CONTEXT:     # a thread numba has not bound yet
@@ -198,6 +206,7 @@ class Launcher:
                 rc = fn(handle, *g, *b, 0, None, blk[1], None)
             if rc:
                 raise RuntimeError(drv.error(rc))
+            return True
         return launch
 
     def _core(self, cufunc):
@@ -210,7 +219,11 @@ class Launcher:
         stream, kern = _to_core_stream(0), cufunc.kernel
 
         def run(arrays, ints, flat):
-            launch(stream, config, kern, *pack(arrays, ints, flat))
+            params = pack(arrays, ints, flat)
+            if len(params) != self.n:
+                return False
+            launch(stream, config, kern, *params)
+            return True
         return run
 
 

@@ -33,7 +33,7 @@ def _sub(a, b, out):
 
 KERNEL_SOURCES = {"add": _add, "subtract": _sub}     # compiled to PTX in tests/cuda
 _KERNELS = {name: cuda.jit(fn) for name, fn in KERNEL_SOURCES.items()}
-_LAUNCHERS = {}      # (kernel, blocks, threads) -> Launcher
+_LAUNCHERS = {}      # (kernel, blocks, threads, dtype) -> Launcher
 ON_DEVICE = frozenset("bBhHiIlLqQfd")     # numpy dtype chars: ints and float32/64
 
 
@@ -45,7 +45,7 @@ def combine(a, b, name):
         return out
     threads = min(THREADS, n) if not device.SIMULATED else min(32, n)
     blocks = 1 if device.SIMULATED else min((n + threads - 1) // threads, 4096)
-    key = (name, blocks, threads)
+    key = (name, blocks, threads, a.dtype.char)     # one overload per launcher
     run = _LAUNCHERS.get(key)
     if run is None:
         run = _LAUNCHERS[key] = Launcher(_KERNELS[name], blocks, threads)
