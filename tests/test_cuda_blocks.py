@@ -184,3 +184,18 @@ def test_the_backend_allocates_any_shape_numba_takes_on_blocks(dev, monkeypatch)
     for shape, want in [(5, (5,)), (np.int64(3), (3,)), ((2, 3), (2, 3)), ((), ())]:
         a = memory.alloc(shape, np.float32)
         assert a.shape == want and a.gpu_data.size == blocks.GRAIN
+
+
+def test_an_array_collected_in_a_reference_cycle_returns_a_live_block(dev):
+    """The cyclic GC clears weak references (numba-cuda's finalizers) of everything only
+    the garbage reaches before it runs __del__: a block reachable only from a dead array
+    would be freed by numba-cuda and then handed out again (seen on the H100)."""
+    x = dev.array((8,))
+    base = addr(x)
+    cycle = [x]
+    cycle.append(cycle)
+    del x, cycle
+    pygc.collect()
+    assert blocks.idle_blocks() == (1, blocks.GRAIN) and not dev.freed
+    y = dev.array((8,))                 # the block again, its memory still allocated
+    assert addr(y) == base and base in dev.live

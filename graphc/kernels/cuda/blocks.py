@@ -129,6 +129,7 @@ def pointer(size, context, memalloc):
 
 
 _CLASS = []
+_HELD = {}              # id(BlockPointer) -> its raw block
 
 
 def _block_pointer():
@@ -150,7 +151,12 @@ def _block_pointer():
             self.device_ctypes_pointer = raw.device_ctypes_pointer
             self.size = self._cuda_memsize_ = size
             self.is_managed, self.refct, self._owner = False, 1, None
-            self._raw, self._key = raw, key
+            self._key = key
+            # raw stays reachable from here, not only from this pointer: when the cyclic
+            # GC collects an array, it first runs the weakref finalizers of everything
+            # reachable only from the garbage -- numba-cuda would free raw's memory
+            # before __del__ below could keep it.
+            _HELD[id(self)] = raw
 
         def view(self, start, stop=None):
             v = MemoryPointer.view(self, start, stop)
@@ -162,7 +168,7 @@ def _block_pointer():
 
         def __del__(self):
             try:
-                keep(self._key, self._raw)
+                keep(self._key, _HELD.pop(id(self)))
             except Exception:  # noqa: BLE001,S110 - interpreter exit: numba frees it
                 pass
     _CLASS.append(BlockPointer)
