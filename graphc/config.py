@@ -5,8 +5,15 @@ _state = {"run_eagerly": False}
 
 
 def run_functions_eagerly(run_eagerly):
-    """Make every gc.function call its Python function directly (for debugging)."""
-    _state["run_eagerly"] = bool(run_eagerly)
+    """Make every gc.function call its Python function directly (for debugging).
+    While it is on, context._busy counts it too: the hot entries of gc.functions check that
+    one number before taking a call (see runtime/function_entry.py)."""
+    from .runtime import context
+    run_eagerly = bool(run_eagerly)
+    with context._busy_lock:
+        if run_eagerly != _state["run_eagerly"]:
+            context._busy[0] += 1 if run_eagerly else -1
+            _state["run_eagerly"] = run_eagerly
 
 
 def functions_run_eagerly():

@@ -177,10 +177,11 @@ class ConcreteFunction:
         if notify is not None:
             notify()
 
-    def _tail_body(self, leaves, leaves_expr):
+    def _tail_body(self, leaves, leaves_expr, known=None):
         """(source lines, namespace) finishing a call whose leaves are the local names
-        `leaves` (`leaves_expr` lists them), with the plan inlined; None when it is not."""
-        code = None if self._tail is None else self._tail.code(leaves, leaves_expr)
+        `leaves` (`leaves_expr` lists them), with the plan inlined; None when it is not.
+        `known`: per leaf, the (dtype, shape) the caller has checked it has, if it has."""
+        code = None if self._tail is None else self._tail.code(leaves, leaves_expr, known)
         if code is None:
             return None
         lines, ns, outs = code
@@ -195,12 +196,13 @@ class ConcreteFunction:
             lines = lines + [f"return c_unflatten(c_structure, [{', '.join(outs)}])"]
         return lines, ns
 
-    def _entry_body(self, leaves):
+    def _entry_body(self, leaves, known):
         """(source lines, namespace) that finish a cached call from the local names
-        `leaves`, for gc.function's generated entry (function_entry.py): the inlined plan,
-        or a call of `_call_leaves` (read at each call: it changes when the plan settles)."""
+        `leaves`, for gc.function's generated entry (function_entry.py), which has checked
+        that each has the (dtype, shape) in `known`: the inlined plan, or a call of
+        `_call_leaves` (read at each call: it changes when the plan settles)."""
         listed = f"[{', '.join(leaves)}]"
-        body = self._tail_body(leaves, listed)
+        body = self._tail_body(leaves, listed, known)
         if body is not None:
             return body
         return [f"return c_cf._call_leaves({listed})"], {"c_cf": self}

@@ -20,8 +20,9 @@ class _ThreadState(threading.local):
 
 
 _tls = _ThreadState()
-# Graphs, tapes and hooks pushed by all threads together. While it is 0 no thread traces or
-# records, so the hot paths (cached calls, eager ops) skip the thread-local lookup (~35 ns).
+# Graphs, tapes and hooks pushed by all threads together, plus 1 while functions run eagerly
+# (config.run_functions_eagerly). While it is 0 no thread traces or records and gc.functions
+# run compiled, so the hot paths (cached calls, eager ops) skip the thread-local lookup (~35 ns).
 # Another thread's stale view is harmless: only this thread's own pushes matter to it.
 _busy = [0]
 _busy_lock = threading.Lock()

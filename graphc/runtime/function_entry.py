@@ -11,14 +11,15 @@ would give the same trace with the same leaves.
 The entry is the `__call__` of a subclass of the function's class made for it, and the
 Function switches its `__class__` to it (one atomic store, as other threads read it): the
 call then goes from the user's line straight into the generated code, without a frame for
-Function.__call__ and one for the entry (~0.1 us of a ~1.5 us cached call). A cached call
-of a one-loop graph is this frame and the kernel.
+Function.__call__ and one for the entry (~0.1 us of a ~1.5 us cached call). It takes one
+positional parameter per argument (no argument tuple to build and unpack). A cached call
+of a one-loop graph is this frame and the kernel, called through its compiled entry point
+(the entry's checks are the ones numba's dispatch would make: loops_entry.direct_call).
 """
 import weakref
 
 from numpy import ndarray
 
-from .. import config
 from . import context
 from .fingerprint import PY, PY_KEYED, _Marker
 from .tensor import Tensor
@@ -49,15 +50,19 @@ def make_entry(fp, cf, name, base):
     parts = arg_parts(fp)
     if parts is None:
         return None
-    ns = {"Tensor": Tensor, "ndarray": ndarray, "F_call": _base_call(),
-          "_busy": context._busy, "_config": config._state}
+    ns = {"Tensor": Tensor, "ndarray": ndarray, "F_call": _base_call(), "_M": _MISSING,
+          "_given": _given, "_busy": context._busy}
     args = [f"a{i}" for i in range(len(parts))]
-    miss = "        return F_call(self, *args)"
-    lines = ["def __call__(self, *args, **kwargs):",
-             f"    if kwargs or _busy[0] or _config['run_eagerly'] or len(args) != {len(args)}:",
-             "        return F_call(self, *args, **kwargs)"]
-    lines += [f"    {', '.join(args)}, = args"] if args else []
-    leaves = []
+    # one positional parameter per argument (no tuple to build and unpack: ~0.05 us); a
+    # call with fewer, more or keyword arguments leaves the last one unset or fills `rest`
+    params = "".join(f"{a}=_M, " for a in args)
+    given = f"*_given(({''.join(a + ', ' for a in args)})), " if args else ""
+    lines = [f"def __call__(self, {params}/, *rest, **kwargs):",
+             "    if rest or kwargs or _busy[0]"     # tracing, taping or run eagerly
+             + (f" or {args[-1]} is _M:" if args else ":"),
+             f"        return F_call(self, {given}*rest, **kwargs)"]
+    miss = f"        return F_call(self, {', '.join(args)})"
+    leaves, known = [], []
     for i, part in enumerate(parts):
         a = args[i]
         if part[0] is PY:
@@ -84,7 +89,8 @@ def make_entry(fp, cf, name, base):
                   f"{v}.shape != S{len(leaves)}:",
                   miss]
         leaves.append(v)
-    body, names = cf._entry_body(leaves)
+        known.append(part)
+    body, names = cf._entry_body(leaves, known)
     ns.update(names)
     lines += ["    " + ln for ln in body]
     exec(compile("\n".join(lines) + "\n", f"<graphc entry {name}>", "exec"), ns)  # noqa: S102
@@ -134,6 +140,14 @@ class HotEntries:
         self._use_entry(None)
         fp, cf, _ = self._hot
         self._hot = (fp, cf, False)
+
+
+_MISSING = object()      # an entry parameter no argument filled
+
+
+def _given(values):
+    """The entry's parameters that arguments filled (the unfilled ones are the last)."""
+    return [v for v in values if v is not _MISSING]
 
 
 def _base_call():
