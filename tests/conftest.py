@@ -84,6 +84,22 @@ class CompiledRuns:
 
 
 @pytest.fixture
+def young_heap():
+    """gc.collect() in the test scans only what was made since it started: everything older
+    is frozen (gc.freeze) until it ends. In a whole-suite run the heap holds every earlier
+    test's compiled kernels and traces, and one full collection took 2-4 s (about 60 of the
+    64 s of tests/test_cuda_blocks.py). What a test makes is collected as before; a test
+    asserting that something is *not* freed yet should also assert that it is freed later,
+    so that a collection hidden by the freeze cannot make it pass."""
+    import gc as pygc
+    pygc.freeze()
+    try:
+        yield
+    finally:
+        pygc.unfreeze()
+
+
+@pytest.fixture
 def numba_forced(monkeypatch):
     """The numba backend with kernels and compiled loops used at any size (the tests' tiny
     shapes would otherwise run numpy rules); use `with numba_forced.expect(): ...` to assert
