@@ -51,7 +51,7 @@ class FakeDevice:
 
 
 @pytest.fixture
-def dev(monkeypatch):
+def dev(monkeypatch, young_heap):
     monkeypatch.delenv("GRAPHC_CUDA_POOL_BYTES", raising=False)
     blocks.limit.cache_clear()
     blocks.trim()

@@ -293,7 +293,7 @@ def test_reduce_retracing_off_keys_every_float_by_value():
     assert f.tracing_count == 8
 
 
-def test_traces_keyed_by_a_dead_object_leave_concrete_functions():
+def test_traces_keyed_by_a_dead_object_leave_concrete_functions(young_heap):
     import gc as pygc
 
     class Scale:

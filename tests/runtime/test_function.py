@@ -59,7 +59,7 @@ def test_namedtuple_argument_and_return():
     assert isinstance(out, Pair) and float(out.x) == 5.0 and float(out.y) == 2.0
 
 
-def test_objects_keyed_by_identity_and_held_weakly():
+def test_objects_keyed_by_identity_and_held_weakly(young_heap):
     class Cfg:
         scale = 3.0
 
@@ -246,7 +246,7 @@ def test_slow_drip_of_retraces_also_warns_once():
     assert len([x for x in w if issubclass(x.category, gc.RetracingWarning)]) == 1
 
 
-def test_methods_bind_per_instance_without_leaking():
+def test_methods_bind_per_instance_without_leaking(young_heap):
     import weakref
 
     class Model:

@@ -169,7 +169,7 @@ def test_restore_on_creation_inside_a_compiled_call(tmp_path):
     status.assert_consumed()
 
 
-def test_checkpoint_object_may_be_dropped_before_creation(tmp_path):
+def test_checkpoint_object_may_be_dropped_before_creation(tmp_path, young_heap):
     path = gc.train.Checkpoint(model=Net(1)).save(tmp_path / "c")
     later = Net(2)
     del later.step
@@ -201,7 +201,7 @@ def test_a_newer_restore_supersedes_pending_values(tmp_path):
     assert int(later.step) == 2
 
 
-def test_unused_values_warn_unless_expect_partial(tmp_path):
+def test_unused_values_warn_unless_expect_partial(tmp_path, young_heap):
     path = gc.train.Checkpoint(model=Net(1)).save(tmp_path / "c")
     for partial in (False, True):
         later = Net(2)
