@@ -142,12 +142,17 @@ sigmoid = _define("sigmoid", make_sigmoid, 1, "1 / (1 + exp(-x)), precise down t
 def _whole_range(make, libm_fn):
     """float32: the fast polynomial below F32_FAST_ACCURATE_BELOW, the Payne-Hanek one only
     beyond it (a branch, not both computed and selected: LLVM never finished optimizing two
-    nested selected copies in a loop over a broadcast row, fuzz seed 799); float64: libm,
+    nested selected copies in a loop over a broadcast row, fuzz seed 799), and called, not
+    inlined; float64: libm,
     since a float64 Payne-Hanek would need ~17 words of 2/pi per lane."""
     libm = numba.njit(error_model="numpy")(lambda x: libm_fn(x))
 
     def float32():
-        fast, full = make(np.float32, fast=True), make(np.float32)
+        # the Payne-Hanek path as a call, not inlined: inlined into each use it made LLVM
+        # spend minutes on a loop with sin(sin(x)) and a reduction of sin(x) (seed 799
+        # again, once this function reached kernels unoptimized: linking.py)
+        fast = make(np.float32, fast=True)
+        full = _bits.outlined(make(np.float32).inlined_dispatcher)
         limit = np.float32(F32_FAST_ACCURATE_BELOW)
 
         @numba.njit(error_model="numpy")

@@ -222,9 +222,10 @@ def horner2(typingctx, t, cond, coeffs_a, coeffs_b):
     return ft(ft, cond, coeffs_a, coeffs_b), codegen
 
 
-def inlined(dispatcher, nargs=1):
+def inlined(dispatcher, nargs=1, attrs=("alwaysinline",)):
     """An intrinsic calling the njit `dispatcher` with the `alwaysinline` call-site attribute
-    (compiled as IR for inlining only: `linking.compile_inline_only`).
+    (compiled as IR for inlining only: `linking.compile_inline_only`); `outlined` below for
+    `noinline`.
 
     LLVM's inliner skips large callees (erf, pow), and a call left in a loop body stops the loop
     vectorizer. Inlining at LLVM level (rather than numba's `inline="always"`) keeps the callee's
@@ -238,7 +239,7 @@ def inlined(dispatcher, nargs=1):
             context.add_linking_libs([cres.library])
             fn = context.declare_function(builder.module, cres.fndesc)
             _status, res = context.call_conv.call_function(
-                builder, fn, sig.return_type, sig.args, llargs, attrs=("alwaysinline",))
+                builder, fn, sig.return_type, sig.args, llargs, attrs=attrs)
             return res
         return cres.signature, codegen
 
@@ -256,8 +257,16 @@ def inlined(dispatcher, nargs=1):
             return typer((x, y, z, w))
     call.__name__ = call.__qualname__ = getattr(dispatcher, "__name__", "inlined")
     result = intrinsic(call)
-    result.inlined_dispatcher = dispatcher      # lets vecmath._define call it without a wrapper
+    if "alwaysinline" in attrs:     # lets vecmath._define call it without a wrapper
+        result.inlined_dispatcher = dispatcher
     return result
+
+
+def outlined(dispatcher, nargs=1):
+    """An intrinsic calling the njit `dispatcher` with `noinline`: its IR is linked into the
+    kernel and compiled there as a function of its own, for large code on a rarely taken
+    branch (inlined into every use, it can cost LLVM minutes: see vecmath._whole_range)."""
+    return inlined(dispatcher, nargs, ("noinline",))
 
 
 @intrinsic
