@@ -8,18 +8,9 @@ import pytest
 import graphc as gc
 from graphc.runtime import context
 
+from test_loop_call_entry import N, branchy  # the same one-loop program
+
 pytestmark = pytest.mark.usefixtures("kernel_env")  # tests/kernels/conftest.py: compile at once
-N = 32
-
-
-def branchy(x):
-    acc = gc.zeros([], x.dtype)
-    for i in gc.range(N):
-        if x[i] > 0:
-            acc += x[i] ** 2
-        else:
-            acc -= x[i]
-    return acc
 
 
 def counted(n, k):

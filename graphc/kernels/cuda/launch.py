@@ -32,18 +32,22 @@ def mode():
     return "numba" if SIMULATOR else m
 
 
+def _as_vector(a, flat):
+    """Whether the kernel takes `a` as a 1-d vector of its elements: a 0-d array (as 1
+    element), and with `flat` every array of rank > 1."""
+    return a.ndim == 0 or (flat and a.ndim > 1)
+
+
 def views(arrays, flat):
-    """The arrays as numba-cuda's kernels take them: a 0-d array as 1 element, and with
-    `flat` every array of rank > 1 as a 1-d view."""
-    return [a.reshape(a.size) if a.ndim == 0 or (flat and a.ndim > 1) else a
-            for a in arrays]
+    """The arrays as numba-cuda's kernels take them (`_as_vector` ones as 1-d views)."""
+    return [a.reshape(a.size) if _as_vector(a, flat) else a for a in arrays]
 
 
 def params(a, flat):
     """numba's parameters for array `a` (as `views` gives it), kept on the array: its
     shape, strides and memory never change."""
     d = getattr(a, "__dict__", None)
-    key = "_graphc_flat" if a.ndim == 0 or (flat and a.ndim > 1) else "_graphc_params"
+    key = "_graphc_flat" if _as_vector(a, flat) else "_graphc_params"
     p = d.get(key) if d is not None else None
     if p is None:
         item, ptr = a.dtype.itemsize, a.device_ctypes_pointer.value
@@ -149,9 +153,10 @@ class Launcher:
 
     def __call__(self, arrays, ints=(), flat=False):
         fast = self.fast
-        if fast is not None and [a.dtype for a in arrays] == self.dtypes and \
-                fast(arrays, ints, flat):
-            return None
+        if fast is not None and [a.dtype for a in arrays] == self.dtypes:
+            params = pack(arrays, ints, flat)
+            if len(params) == self.n:       # and the same ranks: the overload's signature
+                return fast(params)
         with codegen.launching():
             self.configured(*views(arrays, flat), *ints)
         if self.mode != "numba":
@@ -191,10 +196,7 @@ class Launcher:
             base = ctypes.addressof(vals)
             return vals, (ctypes.c_void_p * n)(*(base + 8 * i for i in range(n)))
 
-        def launch(arrays, ints, flat):
-            params = pack(arrays, ints, flat)
-            if len(params) != self.n:
-                return False
+        def launch(params):
             blk = getattr(tls, "block", None)
             if blk is None:
                 blk = tls.block = block(self.n)
@@ -206,7 +208,6 @@ class Launcher:
                 rc = fn(handle, *g, *b, 0, None, blk[1], None)
             if rc:
                 raise RuntimeError(drv.error(rc))
-            return True
         return launch
 
     def _core(self, cufunc):
@@ -218,12 +219,8 @@ class Launcher:
                               shmem_size=0, **coop)
         stream, kern = _to_core_stream(0), cufunc.kernel
 
-        def run(arrays, ints, flat):
-            params = pack(arrays, ints, flat)
-            if len(params) != self.n:
-                return False
+        def run(params):
             launch(stream, config, kern, *params)
-            return True
         return run
 
 

@@ -80,7 +80,13 @@ class _Plan:
         self.spec = spec
         self.key = codegen.module_key(
             f"{self.kind} columns={self.columns} block={self.threads}", spec.canonical())
-        self.launches, self.runs, self.launchers = [], [], {}
+        self.launchers = {}     # (kernel id, blocks, threads) -> launch.Launcher
+
+    @property
+    def launches(self):
+        """(kernel name, blocks, threads) of each launch shape, in first-launch order."""
+        return [(_name(run.kernel), run.blocks, run.threads)
+                for run in list(self.launchers.values())]    # a copy: threads add to it
 
     def scratch(self, j, n_part, n_rb, dtype):
         """Reduction j's partials and results: allocated once per thread and reused by
@@ -206,8 +212,10 @@ class GroupKernel:
             return f"{self.group.name}: not run yet"
         if plan.kind is None:
             return f"{self.group.name}: numpy rules on the host ({plan.reason})"
-        launches = ", ".join(f"{name}[{g}, {t}] ({run.mode}{': ' + run.why if run.why else ''})"
-                             for (name, g, t), run in zip(plan.launches, plan.runs))
+        launches = ", ".join(
+            f"{_name(run.kernel)}[{run.blocks}, {run.threads}] "
+            f"({run.mode}{': ' + run.why if run.why else ''})"
+            for run in list(plan.launchers.values()))
         kind = plan.kind + (" (a thread per column)" if plan.columns else "")
         return (f"{self.group.name}: cuda {kind} kernel over {list(plan.domain)}; "
                 f"launches {launches}\n{plan.source}")
@@ -230,7 +238,8 @@ def _launch(plan, kernel, blocks, arrays, ints, threads=codegen.THREADS, flat=Fa
     launcher = plan.launchers.get(key)
     if launcher is None:
         launcher = plan.launchers[key] = launch.Launcher(kernel, blocks, threads)
-        plan.launches.append((kernel.py_func.__name__ if hasattr(kernel, "py_func")
-                              else str(kernel), blocks, threads))
-        plan.runs.append(launcher)
     launcher(arrays, ints, flat)
+
+
+def _name(kernel):
+    return kernel.py_func.__name__ if hasattr(kernel, "py_func") else str(kernel)
