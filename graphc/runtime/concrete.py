@@ -196,6 +196,14 @@ class ConcreteFunction:
             lines = lines + [f"return c_unflatten(c_structure, [{', '.join(outs)}])"]
         return lines, ns
 
+    def _native_body(self, known):
+        """A native_entry.LoopBody finishing a cached call from leaves of the (dtype, shape)
+        in `known`, when the plan is one compiled loop returning one tensor; else None."""
+        tail = self._tail
+        if tail is None or type(self._structure) is not _Slot or self._structure.index != 0:
+            return None
+        return tail.native(known, self._plan_call)
+
     def _entry_body(self, leaves, known):
         """(source lines, namespace) that finish a cached call from the local names
         `leaves`, for gc.function's generated entry (function_entry.py), which has checked

@@ -22,6 +22,8 @@ from numpy import ndarray
 
 from . import context
 from .fingerprint import PY, PY_KEYED, _Marker
+from .native_entry import install as install_native
+from .native_layout import after_calls, layout as native_layout
 from .tensor import Tensor
 
 
@@ -92,11 +94,29 @@ def make_entry(fp, cf, name, base):
         known.append(part)
     body, names = cf._entry_body(leaves, known)
     ns.update(names)
-    lines += ["    " + ln for ln in body]
+    native = len(known) == len(parts) and native_layout() is not None
+    if native:      # count the calls the native entry would take; the last one makes it
+        ns["_left"], ns["_upgrade"] = [after_calls()], lambda: _go_native(cls, ns, cf, known)
+        lines += ["    if _left[0]:", "        _left[0] -= 1",
+                  "        if not _left[0]:", "            _upgrade()"]
+        # the same body as a function of the leaves, for the native entry to call
+        body_def = [f"def body({', '.join(leaves)}):"] + ["    " + ln for ln in body]
+    lines += ["    " + ln for ln in body] + (body_def if native else [])
     exec(compile("\n".join(lines) + "\n", f"<graphc entry {name}>", "exec"), ns)  # noqa: S102
-    return type(base.__name__, (base,), {"__call__": ns["__call__"], "__slots__": (),
-                                         "__module__": base.__module__,
-                                         "__qualname__": base.__qualname__})
+    # py_call: the Python entry, also after a native one replaced it as __call__
+    cls = type(base.__name__, (base,), {"__call__": ns["__call__"], "__slots__": (),
+                                        "py_call": staticmethod(ns["__call__"]),
+                                        "__module__": base.__module__,
+                                        "__qualname__": base.__qualname__})
+    return cls
+
+
+def _go_native(cls, ns, cf, known):
+    """The entry `cls` has taken its share of calls in Python: its checks and body go to
+    machine code (native_entry.py); the Python entry stays for every other call."""
+    loop = cf._native_body(known)
+    install_native(cls, ns["__call__"], known, ns["body"] if loop is None else loop,
+                   context._busy, Tensor)
 
 
 class HotEntries:

@@ -3,13 +3,14 @@ results do not depend on it: on a GPU every launcher of a contiguous plan goes d
 after its first launch (numba-cuda's own launch under the simulator), and calls from new
 threads -- which have no CUDA context bound yet -- still get the right answers."""
 import os
-import threading
 
 import numpy as np
 import pytest
 
 import graphc as gc
 from graphc.kernels.cuda import availability, backend
+
+from concurrency import run_in_threads
 
 EXPECTED = "numba" if availability.simulator_on() else \
     os.environ.get("GRAPHC_CUDA_LAUNCH", "direct")
@@ -50,21 +51,13 @@ def test_new_threads_launch_with_the_right_arguments():
     warm = [gc.constant(a) for a in _inputs(shapes, 0)]
     f(*warm)
     f(*warm)
-    errors, results = [], {}
+    results = {}
 
     def work(i):
-        try:
-            args = [gc.constant(a) for a in _inputs(shapes, 10 + i)]
-            for _ in range(5):
-                results[i] = (f(*args).numpy(), ref(*args).numpy())
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    assert not errors, errors
+        args = [gc.constant(a) for a in _inputs(shapes, 10 + i)]
+        for _ in range(5):
+            results[i] = (f(*args).numpy(), ref(*args).numpy())
+    run_in_threads(work, 4)
     for got, want in results.values():
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
     assert len(results) == 4

@@ -49,7 +49,7 @@ def walk(x, n):
 def _fused(f):
     """f's calls go to its entry (its class), which inlines a loop kernel (its namespace
     holds the kernel)."""
-    return type(f) is f._entry and "k_fn" in f._entry.__call__.__globals__
+    return type(f) is f._entry and "k_fn" in f._entry.py_call.__globals__
 
 
 def _warm(f, *args):
@@ -118,7 +118,7 @@ def test_other_arguments_fall_out_of_the_entry(numba_forced):
     with numba_forced.expect(loops=True):
         _same(f(x=x).numpy(), ref(x).numpy())        # keywords: the fingerprint path
     # the entry's checks send each of these to Function.__call__ (the fingerprint path)
-    ns, sent = entry.__call__.__globals__, []
+    ns, sent = entry.py_call.__globals__, []
     real = ns["F_call"]
     ns["F_call"] = lambda self, *args, **kwargs: sent.append((self, args, kwargs)) or sent
     try:
@@ -313,5 +313,5 @@ def test_constants_feeding_the_loop_are_bound_in_the_entry(numba_forced):
         _warm(f, x)
         got = f(x).numpy()
     assert _fused(f)
-    assert any(k.startswith("k_c") for k in f._entry.__call__.__globals__)
+    assert any(k.startswith("k_c") for k in f._entry.py_call.__globals__)
     np.testing.assert_allclose(got, weighted(x).numpy(), rtol=2e-6)

@@ -13,6 +13,13 @@ from test_loop_call_entry import N, branchy  # the same one-loop program
 pytestmark = pytest.mark.usefixtures("kernel_env")  # tests/kernels/conftest.py: compile at once
 
 
+@pytest.fixture(autouse=True)
+def python_entries(monkeypatch):
+    """The spies sit in the Python entry: no native entry takes the calls here
+    (tests/runtime/test_native_entry.py tests those)."""
+    monkeypatch.setenv("GRAPHC_NATIVE_ENTRY", "0")
+
+
 def counted(n, k):
     s = gc.constant(0, gc.int32)
     i = gc.constant(0, gc.int32)
@@ -30,7 +37,7 @@ def _values(n=N, seed=0, dtype=np.float32):
 
 def _spy(f):
     """Wrap the entry's kernel calls: returns the list of 'ep' / 'dispatch' calls made."""
-    ns = type(f).__call__.__globals__
+    ns = type(f).py_call.__globals__
     assert type(f) is f._entry and "k_ep" in ns, "the entry does not call the entry point"
     calls, ep, fn = [], ns["k_ep"], ns["k_fn"]
     ns["k_ep"] = lambda *a: calls.append("ep") or ep(*a)

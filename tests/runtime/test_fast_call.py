@@ -2,7 +2,6 @@
 exactly what the general path (signature keys) gives: the same values, the same traces,
 the same retraces. Each check runs a sequence of calls through two Functions of one body:
 `Function` as users get it, and `General`, whose every call takes the general path."""
-import threading
 
 import numpy as np
 import pytest
@@ -11,6 +10,8 @@ from hypothesis import example, given, settings, strategies as st
 import graphc as gc
 from graphc.runtime import fingerprint, function as function_mod
 from graphc.runtime.function import Function
+
+from concurrency import run_in_threads
 
 
 class General(Function):
@@ -243,21 +244,13 @@ def test_a_full_fingerprint_table_starts_afresh(monkeypatch):
 def test_threads_share_fingerprints_without_locks():
     f = Function(lambda x: x * 2, backend="numpy", autograph=False)
     inputs = [gc.constant(np.arange(n, dtype=np.float32)) for n in range(1, 5)]
-    errors = []
 
     def work(i):
-        try:
-            for k in range(300):
-                x = inputs[(i + k) % 4]
-                np.testing.assert_array_equal(f(x).numpy(), x.numpy() * 2)
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert not errors and f.tracing_count == 4
+        for k in range(300):
+            x = inputs[(i + k) % 4]
+            np.testing.assert_array_equal(f(x).numpy(), x.numpy() * 2)
+    run_in_threads(work, 4)
+    assert f.tracing_count == 4
 
 
 def test_numba_calls_go_straight_to_the_settled_plan(numba_forced):

@@ -58,7 +58,7 @@ class Kernel:
         return self._run(False, args)
 
     def _run(self, par, args):
-        COUNTS.kernel_calls += 1
+        COUNTS._kernel_calls += 1
         if self.fast is None:
             self._variant(self.serial, self.parallel, par, args)
             return

@@ -327,7 +327,7 @@ class LoopRunner:
         ret = outs[0] if self.single else (f"({', '.join(outs)},)" if outs else "None")
         every = ", ".join(params)
         src = (f"def direct({every}):\n"
-               f"    counts.loop_calls += 1\n"
+               f"    counts._loop_calls += 1\n"
                f"    try:\n"
                f"        r = fn({', '.join(args)})\n"
                # an index, an integer power or divisor numpy rejects: the reference error

@@ -53,6 +53,51 @@ class LoopTail:
         answer: the kernel installed, or failed."""
         self.runner.watchers.append(weakref.WeakMethod(callback))
 
+    def inputs(self):
+        """The loop inputs that are kernel parameters (the baked ones are not)."""
+        runner = self.runner
+        return [k for k in range(len(runner.scalar_in)) if k not in runner.baked]
+
+    def constant(self, k, p):
+        """The value passed for kernel input `k`, fed by the constant `p` = ("const", v)."""
+        value = np.asarray(p[1])
+        return value[()] if self.runner.scalar_in[k] else np.ascontiguousarray(value)
+
+    def native(self, known, slow):
+        """What native_entry needs to make this loop's call in machine code (a LoopBody),
+        for a graph whose one output is loop output self.outs[0]; None where the Python
+        entry's direct call would not be taken (see direct_call) or the result is wrapped
+        another way. `slow(leaves)`: the plan, as `k_slow` in code()."""
+        from ...runtime.native_entry import LoopBody
+        from ..stats import native_counter
+        runner = self.runner
+        if runner.fn is None or runner.error is not None or len(self.outs) != 1:
+            return None
+        direct = direct_params(self, known)
+        if direct is None:
+            return None
+        ep, params = direct
+        j = self.outs[0]
+        index = None if len(runner.returned) == 1 else runner.returned.index(j)
+        if not runner.scalar_out[j]:
+            wrap = ("array",)
+        else:
+            dtype = np.dtype(runner.out_types[j])
+            if dtype.kind in "iuf":
+                wrap = ("mul", dtype.type(1))
+            elif dtype.kind == "b":
+                wrap = ("bool", (np.False_, np.True_))
+            else:
+                return None
+        failed = runner.mark_failed
+
+        def on_error(e, *leaves):        # the except clauses of code()'s lines
+            if not isinstance(e, (IndexError, ArithmeticError)):
+                failed(e)
+            return slow(list(leaves))
+        return LoopBody(ep, [p[:2] if p[0] == "const" else p for p in params], index, wrap,
+                        native_counter("loop_calls"), on_error)
+
     def code(self, leaves, leaves_expr, known=None):
         """(lines, namespace, output expressions) computing the graph's outputs from the
         local names `leaves` (one per graph input), or None while the kernel is not
@@ -68,18 +113,17 @@ class LoopTail:
         ns = {"k_fn": fn, "k_asc": np.ascontiguousarray, "k_failed": runner.mark_failed,
               "k_counts": COUNTS}
         args = []
-        inputs = [k for k in range(len(runner.scalar_in)) if k not in runner.baked]
+        inputs = self.inputs()
         for k, p in zip(inputs, self.params):
             if type(p) is tuple:                     # a constant: converted once, here
-                value = np.asarray(p[1])
-                ns[f"k_c{k}"] = value[()] if runner.scalar_in[k] else np.ascontiguousarray(value)
+                ns[f"k_c{k}"] = self.constant(k, p)
                 args.append(f"k_c{k}")
             else:
                 args.append(f"{leaves[p]}[()]" if runner.scalar_in[k] else f"k_asc({leaves[p]})")
         call = f"k_fn({', '.join(args)})"
         if known is not None:
-            call = direct_call(runner, inputs, self.params, leaves, known, ns, call)
-        lines = ["k_counts.loop_calls += 1",
+            call = direct_call(self, leaves, known, ns, call)
+        lines = ["k_counts._loop_calls += 1",
                  "try:",
                  f"    k_r = {call}",
                  # an index, an integer power or divisor numpy rejects: the plan's reference error
@@ -97,7 +141,7 @@ class LoopTail:
         return lines, ns, outs
 
 
-def direct_call(runner, inputs, params, leaves, known, ns, dispatched):
+def direct_call(tail, leaves, known, ns, dispatched):
     """The kernel call `dispatched` (through numba's dispatcher) as
     `k_ep(...) if <the arrays are behaved> else <dispatched>`: `k_ep`,
     the compiled overload's own entry point, takes the arguments without numba's dispatch
@@ -107,36 +151,56 @@ def direct_call(runner, inputs, params, leaves, known, ns, dispatched):
     aligned and writable as another type: those go through the dispatcher, as before).
     `dispatched` alone when the overload for those types is not compiled (yet) or a type
     is not one whose unboxing is exact (bool, integers, float32/64, complex arrays)."""
+    direct = direct_params(tail, known)
+    if direct is None:
+        return dispatched
+    ns["k_ep"], params = direct
+    ep_args, behaved = [], []
+    for p in params:
+        if p[0] == "const":
+            ep_args.append(f"k_c{p[2]}")
+        elif p[2]:
+            ep_args.append(f"{leaves[p[1]]}[()]")
+        else:
+            ep_args.append(leaves[p[1]])
+            behaved.append(f"{leaves[p[1]]}.flags.carray")
+    call = f"k_ep({', '.join(ep_args)})"
+    return f"{call} if {' and '.join(behaved)} else {dispatched}" if behaved else call
+
+
+def direct_params(tail, known):
+    """(entry point, params) for calling the loop's compiled overload without numba's
+    dispatch, given leaves of the (dtype, shape) in `known`, or None (see direct_call).
+    params: per kernel parameter ("leaf", leaf index, passed as a 0-d scalar) or
+    ("const", value, input index)."""
     from numba import from_dtype, typeof, types
-    typed, ep_args, behaved = [], [], []
-    for k, p in zip(inputs, params):
+    runner = tail.runner
+    typed, params = [], []
+    for k, p in zip(tail.inputs(), tail.params):
         if type(p) is tuple:
-            value = ns[f"k_c{k}"]
+            value = tail.constant(k, p)
             typed.append(typeof(value))
-            ep_args.append(f"k_c{k}")
+            params.append(("const", value, k))
             continue
         dtype, shape = known[p]
         want = runner.op.inputs[k].type
         if dtype is not want.dtype.np or len(shape) != len(want.shape) or \
                 dtype.kind not in ("b", "i", "u", "f", "c") or dtype.itemsize < 4 and \
                 dtype.kind in "fc" or dtype.byteorder not in "=|":
-            return dispatched
+            return None
         if runner.scalar_in[k]:
             if dtype.kind == "c":
-                return dispatched
+                return None
             typed.append(from_dtype(dtype))
-            ep_args.append(f"{leaves[p]}[()]")
+            params.append(("leaf", p, True))
         else:
             typed.append(types.Array(from_dtype(dtype), len(shape), "C"))
-            ep_args.append(leaves[p])
-            behaved.append(f"{leaves[p]}.flags.carray")
+            params.append(("leaf", p, False))
     overloads = getattr(runner.fn, "overloads", None)    # a numba dispatcher's, by types
     overload = None if overloads is None else overloads.get(tuple(typed))
     if overload is None:
-        return dispatched
-    ns["k_ep"] = overload.entry_point
-    call = f"k_ep({', '.join(ep_args)})"
-    return f"{call} if {' and '.join(behaved)} else {dispatched}" if behaved else call
+        return None
+    return overload.entry_point, params
 
 
 def single_loop_tail(steps, n_in, n_graph_inputs, out_idx, consts):
