@@ -10,9 +10,11 @@ launch each.
 
 Two-pass kernels (column and full reductions, and very long rows): per reduction `j`,
 `partials_j` has one block per (kept index, chunk of the reduced elements) writing a tree's
-partial to `part[c * nk + k]`, and `combine_j` has one block per kept index reducing the
-chunks' partials into `rb_j[k]`; later passes read earlier results from `rb_*`. A `final`
-grid-stride kernel over the domain computes the outer statements and stores the outputs.
+partial to `part[c * nk + k]`, and the last of its blocks to finish reduces the chunks'
+partials into `rb_j[k]` (in the order a separate combining kernel would); later passes
+read earlier results from `rb_*`. A `final` grid-stride kernel over the domain computes
+the outer statements and stores the outputs. Small ones are a single `one_block` kernel:
+every reduction into `rb_*` by one block, a barrier, then the outputs.
 
 Float sums differ from numpy's only by rounding (tree order). Float products run
 sequentially in numpy's order on one thread (`Body.sequential`), max/min propagate NaN.
