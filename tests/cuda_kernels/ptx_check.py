@@ -33,6 +33,17 @@ def compile_plan(label, group, shapes, want_kind=None):
     if want_kind is not None and plan.kind != want_kind:
         report["errors"].append(f"{label}: planned {plan.kind}, expected {want_kind}")
         return
+    if plan.kind == "two_pass":     # both forms: one block, and partials + final
+        saved = lowering.ONE_BLOCK_STEPS
+        try:
+            lowering.ONE_BLOCK_STEPS = 0 if plan.one_block else 1 << 60
+            _compile(label, group, lowering._Plan(group, shapes))
+        finally:
+            lowering.ONE_BLOCK_STEPS = saved
+    return _compile(label, group, plan)
+
+
+def _compile(label, group, plan):
     ns = plan.module()
     for name in plan.kernel_names():
         fn = ns[name]

@@ -30,8 +30,7 @@ def test_every_kernel_kind_compiles_to_ptx(report):
     kinds = {k.split(":")[1] if ":" in k else "gemm" for k in report["kernels"]}
     assert kinds == {"elementwise", "row", "two_pass", "gemm"}
     names = {k.rsplit(":", 1)[-1] for k in report["kernels"] if ":" in k}
-    assert {"elementwise", "row", "partials_0", "combine_0", "partials_1", "combine_1",
-            "final"} <= names
+    assert {"elementwise", "row", "partials_0", "partials_1", "final", "one_block"} <= names
     for label in ("softmax", "logsumexp", "layernorm"):
         assert any(k.startswith(f"{label}/0:row:") for k in report["kernels"]), label
         assert any(k.startswith(f"{label}_long_rows/0:two_pass:") for k in report["kernels"])

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from graphc.kernels.cuda import codegen
+from graphc.kernels.cuda import codegen, lowering
 from cuda_kernel_cases import (F32, F64, I32, I64, KINDS, layernorm, logsumexp,
                                reductions, softmax)
 from cuda_kernel_helpers import check
@@ -111,13 +111,56 @@ def test_softmax_row_kernel_is_one_launch_reading_rows_per_pass():
     assert src.count("cuda.shared.array") == 2 and src.count("exp(") == 2
 
 
-def test_two_pass_uses_several_chunks_per_row():
+def test_two_pass_uses_several_chunks_per_row(monkeypatch):
+    monkeypatch.setattr(lowering, "ONE_BLOCK_STEPS", 0)
     x = _data(F32, (2, 3 * codegen.THREADS + 5))
     (k,) = check(lambda v: gc.reduce_sum(v, axis=[0, 1]), [gc.TensorSpec(list(x.shape), F32)],
                  [x], rtol=2e-6)
     names = [name for name, _, _ in k.last.launches]
-    assert names == ["partials_0", "combine_0", "final"]
+    assert names == ["partials_0", "final"]     # the last block combines the partials
     assert k.last.launches[0][1] > 1      # several blocks of partials
+
+
+def test_small_column_and_full_reductions_are_one_launch():
+    x = _data(F32, (2, 3 * codegen.THREADS + 5))
+    (k,) = check(lambda v: gc.reduce_sum(v, axis=[0, 1]), [gc.TensorSpec(list(x.shape), F32)],
+                 [x], rtol=2e-6)
+    assert k.last.launches == [("one_block", 1, codegen.THREADS)] and k.last.one_block
+
+
+_FORMS = [(F32, 0, (5, WIDE)), (I64, [0, 1], (3, 5)), (F64, 0, (9, 4)),
+          (I32, [0, 2], (3, 2, 4)), (F32, [0, 1], (2, 3 * codegen.THREADS + 5)),
+          (F64, 0, (2 * codegen.THREADS + 3, WIDE))]
+
+
+@pytest.mark.parametrize("one_block", [True, False])
+@pytest.mark.parametrize("dt,axis,shape", _FORMS)
+def test_one_block_and_last_block_forms_agree(monkeypatch, one_block, dt, axis, shape):
+    """Both forms of a column/full reduction, every kind, run twice (the last block's
+    count of finished blocks is reset for the next launch)."""
+    monkeypatch.setattr(lowering, "ONE_BLOCK_STEPS", 1 << 60 if one_block else 0)
+    tol = 4 * TOL.get(dt.name, 0)
+    for seed in (1, 2):
+        kernels = check(_all_kinds(dt, axis), [gc.TensorSpec(list(shape), dt)],
+                        [_data(dt, shape, seed)], rtol=tol, atol=tol)
+    for k in kernels:
+        names = [name for name, _, _ in k.last.launches]
+        n = len(k.last.body.reductions)
+        assert names == (["one_block"] if one_block else
+                         [f"partials_{j}" for j in range(n)] + ["final"])
+
+
+@pytest.mark.parametrize("one_block", [True, False])
+def test_layernorm_long_rows_in_both_forms(monkeypatch, one_block):
+    """Two reductions, the second reading the first's results (rb_0)."""
+    monkeypatch.setattr(lowering, "ONE_BLOCK_STEPS", 1 << 60 if one_block else 0)
+    shape = (1, LONG)
+    x = _data(F32, shape)
+    g, b = _data(F32, shape[1:], 1), _data(F32, shape[1:], 2)
+    (k,) = check(layernorm, [gc.TensorSpec(list(shape), F32), gc.TensorSpec([LONG], F32),
+                             gc.TensorSpec([LONG], F32)], [x, g, b], rtol=1e-4, atol=1e-5)
+    names = [name for name, _, _ in k.last.launches]
+    assert names == (["one_block"] if one_block else ["partials_0", "partials_1", "final"])
 
 
 def test_sum_of_bools_and_all_any_of_comparisons():

@@ -50,7 +50,10 @@ class Plan:
         self.nested = nested
         self.graph, self.optimize_error = (graph, None) if nested else optimized(graph)
         self.steps, self.records = [], []
+        self.has_checks = False     # device checks: the results carry their launch number
         self.dev = _device()
+        from . import checks
+        self.checks = checks
         index = {}
         for v in self.graph.all_inputs:
             index[id(v)] = len(index)
@@ -105,9 +108,11 @@ class Plan:
             rec = Record(what, "device view", "no copy when the input is contiguous")
             self._add(self._view_step(op, rule, rec), "mixed", ins, outs, op, rec)
         elif op.type in CHECK_OPS:
-            rec = Record(what, "device", "checked on a host copy of its input (one sync); "
-                         "its result is the input, left on the device")
-            self._add(self._check_step(op, rule), "mixed", ins, outs, op, rec)
+            rec = Record(what, "device", "checked by a kernel, nothing waits: a bad id "
+                         "raises at the next copy to the host (checks.py); its result is "
+                         "the input, left on the device")
+            self.has_checks = True
+            self._add(self._check_step(op, rule, rec), "mixed", ins, outs, op, rec)
         elif op.type in VAR_OPS:
             from .control import VARIABLE_STEPS
             rec = Record(what, "device", "the variable's device copy")
@@ -150,12 +155,21 @@ class Plan:
             env.put(outs[0], r)
         return run
 
-    def _check_step(self, op, rule):
+    def _check_step(self, op, rule, rec):
+        check_id = self.checks.new_check_id()
+
         def run(env, ins, outs):
             d = env.dev_value(ins[0])
-            self._fallback(env, rule, ins, outs, op)     # raises at the user's line
-            if d is not None:
-                env.put(outs[0], d)         # not the host copy: no upload for the next step
+            if d is None or not d.is_c_contiguous():    # on the host: no sync to check it
+                rec.why = ("last run: its input was on the host, checked there" if d is None
+                           else "last run: its input was not contiguous (a host copy)")
+                self._fallback(env, rule, ins, outs, op)     # raises at the user's line
+                if d is not None:
+                    env.put(outs[0], d)     # not the host copy: no upload for the next step
+                return
+            self.checks.launch(check_id, op, d, env.device(ins[1]), env.shapes(ins))
+            STATS.add("device_ops")
+            env.put(outs[0], d)
         return run
 
     def _view_step(self, op, rule, rec):
@@ -203,6 +217,7 @@ class Plan:
             limit()                         # a bad GRAPHC_CUDA_POOL_BYTES fails here
             mem = CallMemory(self.pool)     # an error drops it: nothing goes back
         env = Env(self, args, mem)
+        launched = self.checks.mark()
         for fn, needs, ins, outs, op, rec, dead in self.steps:
             rec.runs += 1
             if needs == "host":
@@ -232,6 +247,10 @@ class Plan:
         else:
             results = [env.device(i) for i in self.out_idx]
         if top:                 # the results leave the call; every other buffer goes back
+            checks = self.checks
+            if self.has_checks and checks.mark() > launched:     # this call's checks
+                checks.tag([x for x in results if all(x is not a for a in args)],
+                           checks.mark())
             for x in results:
                 mem.escape(x)
             mem.finish()

@@ -66,8 +66,13 @@ def to_device(host, allocate=None):
 
 
 def to_host_array(dev):
+    """A host copy of `dev`. The copy waits for the device, so it also reads what the
+    checks launched before it found (checks.py), and raises a failed check's error."""
+    upto = checks.mark()
     TRANSFERS.add(d2h=1)
-    return dev.copy_to_host()
+    host = dev.copy_to_host()
+    checks.observe(upto, dev)
+    return host
 
 
 def to_host(dev):
@@ -153,6 +158,8 @@ def _sync_to_host(var):
     var._value = host
     var._dev = None
 
+
+from . import checks  # noqa: E402 - it launches through launch.py, which needs this module
 
 _tensor.enable_device_values(to_host)
 _variables.enable_device_values(_sync_to_host)

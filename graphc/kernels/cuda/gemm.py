@@ -13,6 +13,7 @@ import threading
 import numpy as np
 
 from . import codegen
+from .records import STATS
 from .scalar import SIMULATOR
 
 TILE = 4 if SIMULATOR else 16
@@ -134,6 +135,7 @@ def matmul(a, b, transpose_a=False, transpose_b=False, alloc=None):
     if out.size == 0:
         return out
     cp = _cupy()
+    STATS.add("launches")       # one cuBLAS product or one tiled kernel
     if cp is not None:
         # cuBLAS writes into our buffer: it comes from the plan's pool and block cache
         # (CuPy's own pool would hold memory outside GRAPHC_CUDA_POOL_BYTES), and no

@@ -19,6 +19,7 @@ import os
 import threading
 
 from . import codegen
+from .records import STATS
 from .scalar import SIMULATOR
 
 MODES = ("direct", "core", "numba")
@@ -152,6 +153,7 @@ class Launcher:
         self._tls = threading.local()
 
     def __call__(self, arrays, ints=(), flat=False):
+        STATS.add("launches")
         fast = self.fast
         if fast is not None and [a.dtype for a in arrays] == self.dtypes:
             params = pack(arrays, ints, flat)

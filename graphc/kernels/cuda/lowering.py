@@ -36,6 +36,11 @@ from ..planning import numpy_steps, plan_layout, run_numpy
 from . import codegen, elementwise, launch, reduce
 from .gemm import matmul  # noqa: F401 - part of the contract
 
+# a column or full reduction runs as one launch of one block (reduce.one_block_source)
+# when that is at most this many serial steps per thread (loads and tree levels; at
+# THREADS=256, e.g. a 128x256 column sum and its 128x256 output): a launch costs more
+# host time than such a block takes on the device
+ONE_BLOCK_STEPS = 256
 
 def lower_group(group):
     """A GroupKernel for `group`, or None: integer pow/floordiv/mod raise in numpy's rule,
@@ -54,7 +59,7 @@ class _Plan:
         self.domain, self.out_shapes = lay.domain, lay.out_shapes
         self.size = lay.size if lay.spec is not None else 0
         self.kind = self.ns = self.source = None
-        self.flat = self.columns = False
+        self.flat = self.columns = self.one_block = False
         self.threads = codegen.THREADS
         self._scratch = threading.local()
         if lay.spec is None or self.size == 0:
@@ -75,11 +80,15 @@ class _Plan:
             self.kind = reduce.ROW if row else reduce.TWO_PASS
             self.columns = not row and nk >= codegen.THREADS
             self.threads = codegen.row_threads(nr) if row else codegen.THREADS
+            self.one_block = not row and reduce.one_block_steps(
+                self.body, nk, nr, self.columns) <= ONE_BLOCK_STEPS
             self.source = (reduce.row_source(spec, self.threads) if row else
-                           reduce.two_pass_source(spec, self.columns))
+                           reduce.one_block_source(spec, self.columns) if self.one_block
+                           else reduce.two_pass_source(spec, self.columns))
         self.spec = spec
         self.key = codegen.module_key(
-            f"{self.kind} columns={self.columns} block={self.threads}", spec.canonical())
+            f"{self.kind} columns={self.columns} block={self.threads} "
+            f"one_block={self.one_block}", spec.canonical())
         self.launchers = {}     # (kernel id, blocks, threads) -> launch.Launcher
 
     @property
@@ -93,17 +102,32 @@ class _Plan:
         its later calls (launches on one stream run in order; another thread's calls
         must not share them)."""
         from .memory import alloc
-        bufs = getattr(self._scratch, "bufs", None)
-        if bufs is None:
-            bufs = self._scratch.bufs = {}
+        bufs = self._bufs()
         if j not in bufs:
             bufs[j] = (alloc(n_part, dtype), alloc(n_rb, dtype))
         return bufs[j]
 
+    def _bufs(self):
+        bufs = getattr(self._scratch, "bufs", None)
+        if bufs is None:
+            bufs = self._scratch.bufs = {}
+        return bufs
+
+    def counter(self, j):
+        """Reduction j's count of finished blocks (zero between launches: the last block
+        resets it), once per thread as `scratch`."""
+        from . import device
+        bufs = self._bufs()
+        key = ("count", j)
+        if key not in bufs:
+            bufs[key] = device.to_device(np.zeros(1, np.int64))
+        return bufs[key]
+
     def kernel_names(self):
         if self.kind == reduce.TWO_PASS:
-            n = len(self.body.reductions)
-            return [f"{p}_{j}" for j in range(n) for p in ("partials", "combine")] + ["final"]
+            if self.one_block:
+                return ["one_block"]
+            return [f"partials_{j}" for j in range(len(self.body.reductions))] + ["final"]
         return [self.kind]
 
     def arg_types(self, group, fn):
@@ -128,6 +152,8 @@ class _Plan:
                 out.append(array(group.outputs[k].type.dtype, ndim))
             elif p.startswith("rb_"):
                 out.append(array(red[int(p[3:])].outputs[0].type.dtype, 1))
+            elif p == "count":
+                out.append(types.Array(types.int64, 1, "C"))
             elif p == "part":
                 out.append(array(red[int(name.rsplit("_", 1)[1])].outputs[0].type.dtype, 1))
             else:
@@ -178,6 +204,12 @@ class GroupKernel:
 
     def _two_pass(self, plan, ns, ins, outs):
         b, nk, nr = plan.body, plan.nk, plan.nr
+        n = nk * nr if b.full_outputs() else nk
+        if plan.one_block:      # small: one launch of one block
+            rbs = [plan.scratch(j, 1, nk, op.outputs[0].type.dtype.np)[1]
+                   for j, op in enumerate(b.reductions)]
+            _launch(plan, ns["one_block"], 1, [*ins, *rbs, *outs], (*plan.domain, nk, nr, n))
+            return
         target = codegen.max_blocks()
         rbs = []
         for j, op in enumerate(b.reductions):
@@ -185,11 +217,9 @@ class GroupKernel:
             part, rb = plan.scratch(j, nchunks * nk, nk, op.outputs[0].type.dtype.np)
             per_block = codegen.THREADS if plan.columns else 1     # tasks per block
             _launch(plan, ns[f"partials_{j}"], codegen.blocks_for(nk * nchunks, per_block),
-                    [*ins, *rbs, part], (*plan.domain, nk, nr, nchunks, chunk))
-            _launch(plan, ns[f"combine_{j}"], codegen.blocks_for(nk, per_block), [part, rb],
-                    (nk, nchunks))
+                    [*ins, *rbs, part, rb, plan.counter(j)],
+                    (*plan.domain, nk, nr, nchunks, chunk))
             rbs.append(rb)
-        n = nk * nr if b.full_outputs() else nk
         _launch(plan, ns["final"], codegen.blocks_for(n), [*ins, *rbs, *outs],
                 (*plan.domain, nk, nr, n))
 

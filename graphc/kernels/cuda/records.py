@@ -11,11 +11,14 @@ class Stats:
     `fallbacks` (ops run by their numpy rule), `views`, `device_ops` (variable reads and
     updates, control flow on the device), `cpu_loops` (scalar-only cond/while run by the
     numba CPU loop kernel), `allocations` (new device arrays), `reuses` (buffers
-    checked out of a plan's pool instead) and `block_reuses` (new arrays on an idle
-    block's memory instead of a cuMemAlloc, blocks.py)."""
+    checked out of a plan's pool instead), `block_reuses` (new arrays on an idle
+    block's memory instead of a cuMemAlloc, blocks.py) and `launches` (every kernel
+    launch: a group kernel's passes, variable updates, checks, and each matrix product,
+    cuBLAS or the tiled kernel). Host syncs are the copies to the host:
+    `device.TRANSFERS.d2h`."""
 
     FIELDS = ("kernels", "fallbacks", "views", "device_ops", "cpu_loops", "allocations",
-              "reuses", "block_reuses")
+              "reuses", "block_reuses", "launches")
 
     def __init__(self):
         self._lock = threading.Lock()

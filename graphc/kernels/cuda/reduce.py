@@ -10,9 +10,11 @@ launch each.
 
 Two-pass kernels (column and full reductions, and very long rows): per reduction `j`,
 `partials_j` has one block per (kept index, chunk of the reduced elements) writing a tree's
-partial to `part[c * nk + k]`, and `combine_j` has one block per kept index reducing the
-chunks' partials into `rb_j[k]`; later passes read earlier results from `rb_*`. A `final`
-grid-stride kernel over the domain computes the outer statements and stores the outputs.
+partial to `part[c * nk + k]`, and the last of its blocks to finish reduces the chunks'
+partials into `rb_j[k]` (in the order a separate combining kernel would); later passes
+read earlier results from `rb_*`. A `final` grid-stride kernel over the domain computes
+the outer statements and stores the outputs. Small ones are a single `one_block` kernel:
+every reduction into `rb_*` by one block, a barrier, then the outputs.
 
 Float sums differ from numpy's only by rounding (tree order). Float products run
 sequentially in numpy's order on one thread (`Body.sequential`), max/min propagate NaN.
@@ -132,7 +134,8 @@ def two_pass_source(spec, columns):
         acc = acc_name(b, op)
         params = ([f"in{k}" for k in range(len(g.inputs))] + rbs + ["part"] +
                   [f"d{a}" for a in range(b.R)] + ["nk", "nr", "nchunks", "chunk"])
-        body = [] if columns else ["tid = int64(cuda.threadIdx.x)", b.shared(op)[1]]
+        body = ["tid = int64(cuda.threadIdx.x)", "last = cuda.shared.array(1, int64)"]
+        body += [] if columns else [b.shared(op)[1]]
         body += [f"{ln}  # read once: broadcast along every dim" for ln in b.loads("const")]
         if columns:
             body += ["for task in range(cuda.grid(1), nk * nchunks, cuda.gridsize(1)):",
@@ -156,36 +159,103 @@ def two_pass_source(spec, columns):
             inner += b.tree(op, b.shared(op)[0], acc, 0)
             inner += ["if tid == 0:", f"    part[c * nk + k] = {acc}"]
         body += ["    " + ln for ln in inner]
+        body += _last_block(b, op, j, columns)
+        params[params.index("part") + 1:params.index("part") + 1] = [f"rb_{j}", "count"]
         src += kernel_source(f"partials_{j}", params, body,
-                             f"{g.name}: partials of {op.type} per (row, chunk)")
-        if columns:     # chunks in order, one thread per kept index
-            body = ["for k in range(cuda.grid(1), nk, cuda.gridsize(1)):",
-                    f"    acc = {b.identity(op)}",
-                    "    for c in range(nchunks):",
-                    f"        acc = {b.combine(op, 'acc', 'part[c * nk + k]')}",
-                    f"    rb_{j}[k] = acc"]
-        else:
-            body = ["tid = int64(cuda.threadIdx.x)", b.shared(op)[1],
-                    "for k in range(int64(cuda.blockIdx.x), nk, int64(cuda.gridDim.x)):",
-                    f"    acc = {b.identity(op)}",
-                    # chunks in order on one thread for sequential ops (nchunks is 1 then)
-                    f"    for c in range(tid, nchunks, {THREADS}):",
-                    f"        acc = {b.combine(op, 'acc', 'part[c * nk + k]')}"]
-            body += ["    " + ln for ln in b.tree(op, b.shared(op)[0], "acc", 0)]
-            body += ["    if tid == 0:", f"        rb_{j}[k] = acc"]
-        src += kernel_source(f"combine_{j}", ["part", f"rb_{j}", "nk", "nchunks"], body,
-                             f"{g.name}: {op.type} of the chunks' partials")
+                             f"{g.name}: partials of {op.type} per (row, chunk); the last "
+                             "block to finish combines them into rb_" + str(j))
     src += _final(b)
     return "\n".join(src)
 
 
+def _last_block(b, op, j, columns):
+    """Lines ending partials_j: every block counts itself done in `count` (after a fence:
+    its partials are visible), and the last one combines the chunks' partials of every
+    kept index into rb_j -- in the order the separate combining kernel used -- and
+    resets the count for the next launch (threadFenceReduction in the CUDA samples)."""
+    lines = ["cuda.threadfence()", "cuda.syncthreads()",
+             "if tid == 0:",
+             "    last[0] = 1 if cuda.atomic.add(count, 0, 1) == cuda.gridDim.x - 1 else 0",
+             "cuda.syncthreads()",
+             "if last[0] == 1:"]
+    if columns:     # chunks in order, one thread per kept index
+        inner = [f"for k in range(tid, nk, {THREADS}):",
+                 f"    acc = {b.identity(op)}",
+                 "    for c in range(nchunks):",
+                 f"        acc = {b.combine(op, 'acc', 'part[c * nk + k]')}",
+                 f"    rb_{j}[k] = acc"]
+    else:
+        inner = ["for k in range(nk):",
+                 f"    acc = {b.identity(op)}",
+                 # chunks in order on one thread for sequential ops (nchunks is 1 then)
+                 f"    for c in range(tid, nchunks, {THREADS}):",
+                 f"        acc = {b.combine(op, 'acc', 'part[c * nk + k]')}"]
+        inner += ["    " + ln for ln in b.tree(op, b.shared(op)[0], "acc", 0)]
+        inner += ["    if tid == 0:", f"        rb_{j}[k] = acc"]
+    inner += ["if tid == 0:", "    count[0] = 0"]
+    return lines + ["    " + ln for ln in inner]
+
+
+def one_block_source(spec, columns):
+    """The whole group in one launch of one block, for small inputs: each reduction's
+    results into rb_j (a thread per kept index with `columns`, else the block's tree per
+    kept index), a barrier, then the outputs over the domain."""
+    b = Body(spec)
+    g = b.g
+    body = ["tid = int64(cuda.threadIdx.x)"]
+    body += [] if columns else [b.shared(op)[1] for op in b.reductions]
+    body += [f"{ln}  # read once: broadcast along every dim" for ln in b.loads("const")]
+    for j, op in enumerate(b.reductions):
+        acc = acc_name(b, op)
+        body.append(f"for k in range(tid, nk, {THREADS}):" if columns else
+                    "for k in range(nk):")
+        inner = []
+        decompose("k", b.K, inner, 0)
+        inner += b.loads("outer")
+        _outer(b, g.ops.index(op), inner, 0)
+        inner.append(f"# {op.type} over axes {list(b.A)}: {_where(op)}")
+        inner += _accumulate(b, op, "0", "nr", not columns, 0)
+        if columns:
+            inner.append(f"rb_{j}[k] = {acc}")
+        else:
+            inner += b.tree(op, b.shared(op)[0], acc, 0)
+            inner += ["if tid == 0:", f"    rb_{j}[k] = {acc}"]
+        body += ["    " + ln for ln in inner]
+        body.append("cuda.syncthreads()  # rb_%d is read by every thread from here" % j)
+    params, final = _final_body(b, f"range(tid, n, {THREADS})")
+    doc = f"{g.name}: {len(b.reductions)} reduction(s) and the outputs, one block"
+    return "\n".join(HEADER + kernel_source("one_block", params, body + final, doc))
+
+
+def one_block_steps(b, nk, nr, columns):
+    """Serial steps per thread of `one_block` (loads, tree levels): the cost it is chosen
+    by, against two launches or more."""
+    T = THREADS
+    steps = 0
+    for op in b.reductions:
+        if b.sequential(op):
+            steps += nk * nr
+        elif columns:
+            steps += -(-nk // T) * nr
+        else:
+            steps += nk * (-(-nr // T) + T.bit_length())
+    n = nk * nr if b.full_outputs() else nk
+    return steps + -(-n // T)
+
+
 def _final(b):
+    params, body = _final_body(b, "range(cuda.grid(1), n, cuda.gridsize(1))")
+    doc = f"{b.g.name}: outer statements and outputs, grid-stride over the domain"
+    return kernel_source("final", params, body, doc)
+
+
+def _final_body(b, loop):
     g = b.g
     rbs = [f"rb_{m}" for m in range(len(b.reductions))]
     params = _params(b, extra_in=rbs) + ["nk", "nr", "n"]
     full_outs, outer_outs = b.full_outputs(), b.outer_outputs()
     body = [f"{ln}  # read once: broadcast along every dim" for ln in b.loads("const")]
-    body += ["for t in range(cuda.grid(1), n, cuda.gridsize(1)):"]
+    body += [f"for t in {loop}:"]
     if full_outs:
         inner = ["k = t // nr", "r = t - k * nr"]
     else:
@@ -200,9 +270,7 @@ def _final(b):
     if full_outs:
         inner += b.full_chain(full_outs)
         inner += [b.store(v) for v in full_outs]
-    body += ["    " + ln for ln in inner]
-    doc = f"{g.name}: outer statements and outputs, grid-stride over the domain"
-    return kernel_source("final", params, body, doc)
+    return params, body + ["    " + ln for ln in inner]
 
 
 def chunks(nr, nk, sequential, target_blocks, columns):
