@@ -104,7 +104,7 @@ def pow2i(typingctx, n):
 
 # Adding ROUND_MAGIC (1.5 * 2**mantissa_bits) to a float v with |v| < 2**22 (float32; 2**51
 # float64) rounds v to an integer n that the sum z holds in its low mantissa bits: z - ROUND_MAGIC
-# is rint(v), with no float->int conversion.
+# is rint(v) and z's lowest bit is n's parity (`flip_if_odd`), with no float->int conversion.
 # EXP_MAGIC adds the exponent bias as well, so z = EXP_MAGIC + n holds n + bias there, which
 # `pow2_bits` shifts into the exponent field.
 ROUND_MAGIC = {np.float32: np.float32(1.5 * 2.0 ** 23), np.float64: np.float64(1.5 * 2.0 ** 52)}
@@ -166,6 +166,19 @@ def scale_pow2(typingctx, p, z, n):
         s1 = builder.select(neg, ir.Constant(fty, 2.0 ** -big), ir.Constant(fty, 2.0 ** big))
         return builder.fmul(builder.fmul(p, builder.bitcast(s2, fty)), s1)
     return ft(ft, ft, ft), codegen
+
+
+@intrinsic
+def flip_if_odd(typingctx, v, z):
+    """v with its sign flipped where z = ROUND_MAGIC + n holds an odd n (an xor of z's lowest
+    bit, shifted to the sign, into v)."""
+    ft = _float_arg("flip_if_odd", v, z)
+
+    def codegen(context, builder, sig, args):
+        ity = _LAYOUT[ft.bitwidth][0]
+        sign = builder.shl(builder.bitcast(args[1], ity), ir.Constant(ity, ft.bitwidth - 1))
+        return builder.bitcast(builder.xor(builder.bitcast(args[0], ity), sign), _float_ir(ft))
+    return ft(ft, ft), codegen
 
 
 def _log_split(builder, ft, x):
