@@ -83,25 +83,6 @@ def select(typingctx, cond, a, b):
     return ft(cond, ft, ft), codegen
 
 
-@intrinsic
-def pow2i(typingctx, n):
-    """2**n for an integral-valued float n with min_exponent <= n <= max_exponent (normal range).
-
-    Builds the exponent field directly: fptosi to i32, add the bias, shift into place, bitcast.
-    """
-    ft = _float_arg("pow2i", n)
-
-    def codegen(context, builder, sig, args):
-        ity, mbits, bias = _LAYOUT[ft.bitwidth]
-        k = builder.fptosi(args[0], _I32)          # i32 even for f64: AVX2 has f64->i32 only
-        k = builder.add(k, ir.Constant(_I32, bias))
-        if ity.width != 32:
-            k = builder.sext(k, ity)
-        bits = builder.shl(k, ir.Constant(ity, mbits))
-        return builder.bitcast(bits, _float_ir(ft))
-    return ft(ft), codegen
-
-
 # Adding ROUND_MAGIC (1.5 * 2**mantissa_bits) to a float v with |v| < 2**22 (float32; 2**51
 # float64) rounds v to an integer n that the sum z holds in its low mantissa bits: z - ROUND_MAGIC
 # is rint(v) and z's lowest bit is n's parity (`flip_if_odd`), with no float->int conversion.
