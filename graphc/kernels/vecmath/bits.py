@@ -5,6 +5,7 @@ Each helper is a numba `@intrinsic` that emits a few plain LLVM instructions (bi
 loop that calls them into SIMD code. All are generic over float32/float64 (the integer width
 follows the float width); a non-float argument is a typing error naming the helper.
 """
+import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
@@ -82,23 +83,83 @@ def select(typingctx, cond, a, b):
     return ft(cond, ft, ft), codegen
 
 
-@intrinsic
-def pow2i(typingctx, n):
-    """2**n for an integral-valued float n with min_exponent <= n <= max_exponent (normal range).
+# Adding ROUND_MAGIC (1.5 * 2**mantissa_bits) to a float v with |v| < 2**22 (float32; 2**51
+# float64) rounds v to an integer n that the sum z holds in its low mantissa bits: z - ROUND_MAGIC
+# is rint(v) and z's lowest bit is n's parity (`flip_if_odd`), with no float->int conversion.
+# EXP_MAGIC adds the exponent bias as well, so z = EXP_MAGIC + n holds n + bias there, which
+# `pow2_bits` shifts into the exponent field.
+ROUND_MAGIC = {np.float32: np.float32(1.5 * 2.0 ** 23), np.float64: np.float64(1.5 * 2.0 ** 52)}
+EXP_MAGIC = {np.float32: np.float32(1.5 * 2.0 ** 23 + 127),
+             np.float64: np.float64(1.5 * 2.0 ** 52 + 1023)}
 
-    Builds the exponent field directly: fptosi to i32, add the bias, shift into place, bitcast.
-    """
-    ft = _float_arg("pow2i", n)
+
+def _target_has_avx512f(context):
+    """Whether the code being generated is for a CPU with AVX-512F (numba's target machine:
+    NUMBA_CPU_NAME/NUMBA_CPU_FEATURES, else the host); False where that cannot be told."""
+    magic_tuple = getattr(context.codegen(), "magic_tuple", None)
+    features = magic_tuple()[2] if callable(magic_tuple) else ""
+    return "+avx512f" in (features or "").split(",")
+
+
+@intrinsic
+def pow2_bits(typingctx, z):
+    """2**n for z = EXP_MAGIC + n and n + bias in [1, 2 * bias] (a normal power of two): z's bits
+    shifted left by the mantissa width, so n + bias lands in the exponent field."""
+    ft = _float_arg("pow2_bits", z)
 
     def codegen(context, builder, sig, args):
-        ity, mbits, bias = _LAYOUT[ft.bitwidth]
-        k = builder.fptosi(args[0], _I32)          # i32 even for f64: AVX2 has f64->i32 only
-        k = builder.add(k, ir.Constant(_I32, bias))
-        if ity.width != 32:
-            k = builder.sext(k, ity)
-        bits = builder.shl(k, ir.Constant(ity, mbits))
+        ity, mbits, _bias = _LAYOUT[ft.bitwidth]
+        bits = builder.shl(builder.bitcast(args[0], ity), ir.Constant(ity, mbits))
         return builder.bitcast(bits, _float_ir(ft))
     return ft(ft), codegen
+
+
+@intrinsic
+def scale_pow2(typingctx, p, z, n):
+    """p * 2**n rounded once (into the denormals, or to inf), for p in [0.5, 2], z = EXP_MAGIC + n
+    and n = z - EXP_MAGIC in [-151, 129] (float32) or [-1076, 1025] (float64); nan p gives nan.
+
+    AVX-512 targets: `llvm.ldexp`, one vscalefps (n as an integer from z's bits, no float->int
+    conversion). Elsewhere (llvm.ldexp would be a libm call per lane): two multiplications by
+    normal powers of two, 2**(n -+ K) (exact: the product stays normal) then 2**(+-K), which
+    rounds once, with K = 64 (float32) or 600 (float64).
+    """
+    ft = _float_arg("scale_pow2", p, z, n)
+
+    def codegen(context, builder, sig, args):
+        ity, mbits, _bias = _LAYOUT[ft.bitwidth]
+        fty = _float_ir(ft)
+        p, z, n = args
+        zbits = builder.bitcast(z, ity)
+        if _target_has_avx512f(context):
+            npf, npi = (np.float32, np.int32) if ft.bitwidth == 32 else (np.float64, np.int64)
+            magic_bits = int(np.array(EXP_MAGIC[npf]).view(npi))
+            k = builder.sub(zbits, ir.Constant(ity, magic_bits))
+            if ity.width != 32:
+                k = builder.trunc(k, _I32)
+            fn = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(fty, [fty, _I32]), f"llvm.ldexp.f{ft.bitwidth}.i32")
+            return builder.call(fn, [p, k])
+        big = 64 if ft.bitwidth == 32 else 600
+        neg = builder.fcmp_ordered("<", n, ir.Constant(fty, 0.0))
+        off = builder.select(neg, ir.Constant(ity, (-big) << mbits), ir.Constant(ity, big << mbits))
+        s2 = builder.sub(builder.shl(zbits, ir.Constant(ity, mbits)), off)
+        s1 = builder.select(neg, ir.Constant(fty, 2.0 ** -big), ir.Constant(fty, 2.0 ** big))
+        return builder.fmul(builder.fmul(p, builder.bitcast(s2, fty)), s1)
+    return ft(ft, ft, ft), codegen
+
+
+@intrinsic
+def flip_if_odd(typingctx, v, z):
+    """v with its sign flipped where z = ROUND_MAGIC + n holds an odd n (an xor of z's lowest
+    bit, shifted to the sign, into v)."""
+    ft = _float_arg("flip_if_odd", v, z)
+
+    def codegen(context, builder, sig, args):
+        ity = _LAYOUT[ft.bitwidth][0]
+        sign = builder.shl(builder.bitcast(args[1], ity), ir.Constant(ity, ft.bitwidth - 1))
+        return builder.bitcast(builder.xor(builder.bitcast(args[0], ity), sign), _float_ir(ft))
+    return ft(ft, ft), codegen
 
 
 def _log_split(builder, ft, x):

@@ -1,5 +1,5 @@
 """Polynomial coefficients for `vecmath`; generated, do not edit:
-python3 -m graphc.kernels.vecmath.fit graphc/kernels/vecmath_coeffs.py
+python3 -m graphc.kernels.vecmath.fit graphc/kernels/vecmath/coeffs.py
 """
 import numpy as np
 
@@ -84,6 +84,14 @@ SIN_F64 = tuple(np.float64(c) for c in (
     -2.5052104902234635e-08,
     1.6058365740787662e-10,
     -7.578665769348329e-13,
+))
+# worst weighted error after rounding: 7.08e-10
+SIN_PI_F32 = tuple(np.float32(c) for c in (
+    -0.1666666716337204,
+    0.008333348669111729,
+    -0.00019842757319565862,
+    2.760898496489972e-06,
+    -2.5193177322080373e-08,
 ))
 # worst weighted error after rounding: 4.95e-10
 COS_F32 = tuple(np.float32(c) for c in (

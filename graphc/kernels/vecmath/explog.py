@@ -8,8 +8,8 @@ import numba
 import numpy as np
 
 from . import coeffs as C
-from .bits import (horner, inlined, log_exponent, log_mantissa, mad, pow2i, rint,
-                           select)
+from .bits import (EXP_MAGIC, horner, inlined, log_exponent, log_mantissa, mad, scale_pow2,
+                   select)
 
 # Only FMA contraction: reassociation would break the Cody-Waite and two-sum steps, and the
 # no-nan/no-inf flags would fold away the special-value selects.
@@ -26,33 +26,32 @@ _LOG1P_CUT = {np.float32: 25.0, np.float64: 54.0}  # k beyond which 1+x is exact
 
 
 def make_exp_core(ft):
-    """exp(x + xlo) for a small correction xlo (0 for plain exp; pow passes its low part)."""
+    """exp(x + xlo) for a small correction xlo (-0.0 for plain exp; pow passes its low part)."""
     P = C.EXP_F32 if ft is np.float32 else C.EXP_F64
     lo_clamp, hi_clamp = ft(_EXP_CLAMP[ft][0]), ft(_EXP_CLAMP[ft][1])
     ln2_hi, ln2_lo = ft(_LN2[ft][0]), ft(_LN2[ft][1])
-    log2e, half, one = ft(1 / np.log(2)), ft(0.5), ft(1)
+    log2e, one, magic = ft(1 / np.log(2)), ft(1), EXP_MAGIC[ft]
 
     @numba.njit(**JIT)
     def exp_core(x, xlo):
-        xc = select(x < hi_clamp, x, hi_clamp)      # NaN becomes hi_clamp here...
-        xc = select(xc > lo_clamp, xc, lo_clamp)
-        n = rint(xc * log2e)
+        xc = select(x > hi_clamp, hi_clamp, x)      # nan compares false: it stays nan and
+        xc = select(xc < lo_clamp, lo_clamp, xc)    # makes the result nan, no patch needed
+        z = mad(xc, log2e, magic)                   # magic + n, n = rint(x/ln2) (bits.py)
+        n = z - magic
         r = mad(n, -ln2_hi, xc)                     # exact: n*ln2_hi has spare low zero bits
         r = mad(n, -ln2_lo, r) + xlo
         p = mad(r * r, horner(r, P), r) + one       # exp(r) = 1 + r + r^2 P(r)
-        n1 = rint(n * half)                         # split 2^n so each factor is normal and
-        res = p * pow2i(n1) * pow2i(n - n1)         # a denormal result is rounded only once
-        return select(x != x, x, res)               # ...and is restored here
+        return scale_pow2(p, z, n)                  # p * 2^n rounded once, denormals too
     return inlined(exp_core, 2)
 
 
 def make_exp(ft):
     """exp(x) for dtype `ft`, within 1-2 ulp over the whole range (0 below, inf above)."""
-    core, zero = make_exp_core(ft), ft(0)
+    core, minus_zero = make_exp_core(ft), ft(-0.0)
 
     @numba.njit(**JIT)
     def exp(x):
-        return core(x, zero)
+        return core(x, minus_zero)                  # r + -0.0 is r: the add folds away
     return inlined(exp)
 
 

@@ -4,8 +4,8 @@ Each polynomial is a weighted least-squares fit, in 60-digit mpmath arithmetic, 
 nodes of the reduced interval; the weight is the factor by which a coefficient error reaches the
 final result, so the fit minimises the error that matters (near-minimax on Chebyshev nodes).
 `python3 -m graphc.kernels.vecmath.fit` prints every table with its worst weighted error after
-rounding the coefficients to the target precision; the printed values are pasted into
-`vecmath_*.py`.
+rounding the coefficients to the target precision; `python3 -m graphc.kernels.vecmath.fit PATH`
+writes them to PATH as the module `coeffs.py`.
 """
 import mpmath as mp
 import numpy as np
@@ -27,6 +27,15 @@ def fit(g, weight, lo, hi, degree, nodes=None):
         b[i] = w * g(t)
     coeffs, _ = mp.qr_solve(a, b)
     return [coeffs[k] for k in range(degree + 1)]
+
+
+def fit_fixed_first(g, weight, lo, hi, degree, cast):
+    """Like `fit`, with c0 fixed to cast(g(0)) and c1..c_degree fitted to what that rounding
+    leaves: for a leading coefficient like -1/6, whose float32 rounding error alone would
+    dominate the error when t reaches 2.5 (sin on |r| <= pi/2)."""
+    c0 = mp.mpf(float(cast(g(mp.mpf(0)))))
+    rest = fit(lambda t: (g(t) - c0) / t, lambda t: weight(t) * t, lo, hi, degree - 1)
+    return [c0] + rest
 
 
 def worst(g, weight, lo, hi, coeffs, cast, samples=2000):
@@ -55,6 +64,7 @@ def _erfc_weight(center):
 
 
 _SQ = mp.sqrt
+FIXED_FIRST = {"sin_pi"}          # tables fitted by fit_fixed_first
 # name -> (g, weight, lo, hi, {dtype: degree}); each table is stored as NAME_F32 / NAME_F64
 TABLES = {
     # exp(r) = 1 + r + r^2 P(r), |r| <= ln2/2; error reaches exp through r^2
@@ -70,6 +80,10 @@ TABLES = {
     # sin(r) = r + r^3 P(r^2), |r| <= pi/4
     "sin": (_series_safe(lambda u: (mp.sin(_SQ(u)) - _SQ(u)) / (u * _SQ(u))),
             lambda u: u, 0, (mp.pi / 4) ** 2, {np.float32: 3, np.float64: 6}),
+    # sin(r) = r + r^3 P(r^2), |r| <= pi/2 (reduction by pi: no cos polynomial needed);
+    # c0 fixed to float32(-1/6) (fit_fixed_first)
+    "sin_pi": (_series_safe(lambda u: (mp.sin(_SQ(u)) - _SQ(u)) / (u * _SQ(u))),
+               lambda u: u, 0, (mp.pi / 2) ** 2, {np.float32: 4}),
     # cos(r) = 1 - r^2/2 + r^4 P(r^2), |r| <= pi/4
     "cos": (_series_safe(lambda u: (mp.cos(_SQ(u)) - 1 + u / 2) / u ** 2),
             lambda u: u ** 2, 0, (mp.pi / 4) ** 2, {np.float32: 3, np.float64: 6}),
@@ -93,7 +107,8 @@ def tables():
     out = {}
     for name, (g, w, lo, hi, degrees) in TABLES.items():
         for cast, degree in degrees.items():
-            cs = fit(g, w, lo, hi, degree)
+            cs = (fit_fixed_first(g, w, lo, hi, degree, cast) if name in FIXED_FIRST
+                  else fit(g, w, lo, hi, degree))
             suffix = "_F32" if cast is np.float32 else "_F64"
             out[name.upper() + suffix] = ([float(cast(c)) for c in cs],
                                           worst(g, w, lo, hi, cs, cast, 500))
@@ -122,7 +137,7 @@ def _trig_constants():
 def main(path=None):
     """Print, or write to `path` as a Python module, every table with its worst error."""
     lines = ['"""Polynomial coefficients for `vecmath`; generated, do not edit:',
-             "python3 -m graphc.kernels.vecmath.fit graphc/kernels/vecmath_coeffs.py", '"""',
+             "python3 -m graphc.kernels.vecmath.fit graphc/kernels/vecmath/coeffs.py", '"""',
              "import numpy as np", ""]
     for name, (coeffs, err) in tables().items():
         cast = "np.float32" if name.endswith("_F32") else "np.float64"

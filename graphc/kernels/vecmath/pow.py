@@ -60,7 +60,7 @@ def _pow_abs_f64(ax, y):
 
 @numba.njit(**JIT)
 def _pow_abs_f32(ax, y):
-    return to_float32(_exp64(to_float64(y) * _log64(to_float64(ax)), np.float64(0)))
+    return to_float32(_exp64(to_float64(y) * _log64(to_float64(ax)), np.float64(-0.0)))
 
 
 def make_pow(ft):

@@ -3,10 +3,12 @@ import numba
 import numpy as np
 
 from . import coeffs as C
-from .bits import copysign, fabs, horner, horner2, inlined, mad, select
-from .explog import JIT, make_exp
+from .bits import EXP_MAGIC, copysign, fabs, horner, horner2, inlined, mad, pow2_bits, select
+from .explog import _LN2, JIT, make_exp
 
 _TANH_POLY_BELOW = 0.625          # |x| where tanh switches from x + x^3 P(x^2) to exp
+# |x| from which tanh rounds to +-1: 2/(exp(2x) + 1) < 2**-25 (float32), 2**-54 (float64)
+_TANH_TOP = {np.float32: 10.0, np.float64: 20.0}
 _ERF_POLY_BELOW = 0.875           # |x| where erf switches from x + x P(x^2) to 1 - erfc
 # erfc(a) = exp(-a^2) P(a - center): float32 one piece on [0.875, 4]; float64 two pieces,
 # [0.875, 2.5] and [2.5, 6]; past the last edge erf rounds to +-1 (erfc < half an ulp of 1).
@@ -15,17 +17,29 @@ _ERFC_F64 = (1.6875, 2.5, 4.25, 6.0)
 
 
 def make_tanh(ft):
-    """tanh: odd polynomial near 0, 1 - 2/(exp(2|x|) + 1) beyond (saturates to +-1, keeps -0)."""
-    exp = make_exp(ft)
+    """tanh: odd polynomial near 0, 1 - 2/(exp(2|x|) + 1) beyond (saturates to +-1, keeps -0).
+
+    The exp is inlined and cut down to what this range needs: |x| is clamped to _TANH_TOP[ft]
+    (where tanh has long rounded to 1), so exp(2|x|) is at most 2**29 (float32) or 2**58
+    (float64): one exact power-of-two scaling, no low clamp, and nan passes through."""
     P = C.TANH_F32 if ft is np.float32 else C.TANH_F64
-    edge, one, two = ft(_TANH_POLY_BELOW), ft(1), ft(2)
+    E = C.EXP_F32 if ft is np.float32 else C.EXP_F64
+    ln2_hi, ln2_lo = ft(_LN2[ft][0]), ft(_LN2[ft][1])
+    edge, one, two, top = ft(_TANH_POLY_BELOW), ft(1), ft(2), ft(_TANH_TOP[ft])
+    two_log2e, magic = ft(2 / np.log(2)), EXP_MAGIC[ft]
 
     @numba.njit(**JIT)
     def tanh(x):
         a = fabs(x)
         u = x * x
         small = mad(x * u, horner(u, P), x)
-        big = one - two / (exp(two * a) + one)
+        t = select(a > top, top, a)                 # nan stays nan
+        z = mad(t, two_log2e, magic)                # magic + n, n = rint(2t/ln2) (bits.py)
+        n = z - magic
+        r = mad(n, -ln2_hi, two * t)                # exp(2t) = 2^n exp(r), as in make_exp
+        r = mad(n, -ln2_lo, r)
+        e = (mad(r * r, horner(r, E), r) + one) * pow2_bits(z)
+        big = one - two / (e + one)
         return copysign(select(a < edge, small, big), x)      # tanh(-0.0) = -0.0
     return inlined(tanh)
 
