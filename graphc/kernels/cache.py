@@ -71,6 +71,9 @@ def environment():
                          f"numpy={numpy.__version__} python={sys.version_info[:3]} "
                          f"cpu={llb.get_host_cpu_name()} "
                          f"features={hashlib.sha256(feats.encode()).hexdigest()[:16]} "
+                         # numba's own target, when NUMBA_CPU_NAME/FEATURES override the
+                         # host's: the code (e.g. vecmath's AVX-512 paths) follows it
+                         f"numba_cpu={numba.config.CPU_NAME}:{numba.config.CPU_FEATURES} "
                          f"vector_width={vector_width()}")
     return _state["env"]
 

@@ -28,3 +28,16 @@ def test_fingerprint_covers_every_source_of_the_kernel_package(tmp_path):
     (root / "cpu" / "moved.py").write_text("")                       # a new module counts
     assert cache._package_fingerprint(str(root)) != base
     assert cache._package_fingerprint() == cache._package_fingerprint(PACKAGE)
+
+
+def test_keys_follow_numbas_target_cpu(monkeypatch):
+    """NUMBA_CPU_NAME / NUMBA_CPU_FEATURES change the code numba emits (vecmath picks its
+    AVX-512 paths from numba's target), so they change the key: a cache written for one
+    target is never loaded for another."""
+    import numba
+    monkeypatch.setitem(cache._state, "env", None)
+    native = cache.kernel_key("k")
+    monkeypatch.setattr(numba.config, "CPU_NAME", "haswell")
+    monkeypatch.setattr(numba.config, "CPU_FEATURES", "")
+    monkeypatch.setitem(cache._state, "env", None)
+    assert cache.kernel_key("k") != native
