@@ -64,11 +64,12 @@ def make_entry(fp, cf, name, base):
              + (f" or {args[-1]} is _M:" if args else ":"),
              f"        return F_call(self, {given}*rest, **kwargs)"]
     miss = f"        return F_call(self, {', '.join(args)})"
-    leaves, known = [], []
+    leaves, known, spec = [], [], []      # spec: per argument, what the native entry checks
     for i, part in enumerate(parts):
         a = args[i]
         if part[0] is PY:
             t, value = part[1], part[2]
+            spec.append(("py", t, value))
             if value is None or t is bool:           # singletons
                 ns[f"K{i}"] = value
                 lines.append(f"    if {a} is not K{i}:")
@@ -92,11 +93,13 @@ def make_entry(fp, cf, name, base):
                   miss]
         leaves.append(v)
         known.append(part)
+        spec.append(("leaf", *part))
     body, names = cf._entry_body(leaves, known)
     ns.update(names)
-    native = len(known) == len(parts) and native_layout() is not None
+    native = native_layout() is not None
     if native:      # count the calls the native entry would take; the last one makes it
-        ns["_left"], ns["_upgrade"] = [after_calls()], lambda: _go_native(cls, ns, cf, known)
+        ns["_left"] = [after_calls()]
+        ns["_upgrade"] = lambda: _go_native(cls, ns, cf, known, spec)
         lines += ["    if _left[0]:", "        _left[0] -= 1",
                   "        if not _left[0]:", "            _upgrade()"]
         # the same body as a function of the leaves, for the native entry to call
@@ -111,11 +114,11 @@ def make_entry(fp, cf, name, base):
     return cls
 
 
-def _go_native(cls, ns, cf, known):
+def _go_native(cls, ns, cf, known, spec):
     """The entry `cls` has taken its share of calls in Python: its checks and body go to
     machine code (native_entry.py); the Python entry stays for every other call."""
     loop = cf._native_body(known)
-    install_native(cls, ns["__call__"], known, ns["body"] if loop is None else loop,
+    install_native(cls, ns["__call__"], spec, ns["body"] if loop is None else loop,
                    context._busy, Tensor)
 
 

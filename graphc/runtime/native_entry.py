@@ -54,18 +54,19 @@ class LoopBody:
         self.counts, self.on_error = counts, on_error
 
 
-def install(cls, py_call, known, body, busy, tensor_type):
-    """Make `cls.__call__` the native entry for leaves `known` ((dtype, shape) per
-    positional argument) running `body` (a LoopBody, or a Python function of the leaves);
+def install(cls, py_call, args, body, busy, tensor_type):
+    """Make `cls.__call__` the native entry for positional arguments `args` (per argument,
+    ("leaf", dtype, shape) or ("py", type, value): a Python value keyed by value) running
+    `body` (a LoopBody, or a Python function of the leaves);
     `py_call` takes every other call. False (nothing changed) where native entries are off.
     Compiled now when numba's compiler is free, else on a helper thread once it is."""
     lay = layout()
     if lay is None or FAILED:
         return False
-    keep = [py_call, busy, tensor_type, body] + [d for d, _ in known]
+    keep = [py_call, busy, tensor_type, body] + [a[1:] for a in args]
     name = f"graphc_entry_{next(_names)}"     # never reused: the engine keeps every module
     try:
-        module = _Gen(lay, keep).module(name, py_call, known, body, busy, tensor_type)
+        module = _Gen(lay, keep).module(name, py_call, args, body, busy, tensor_type)
     except Exception as e:  # noqa: BLE001 - only speed is lost: see _finish
         FAILED.append(e)
         return False
@@ -192,7 +193,7 @@ class _Gen:
         b.call(self.fn("Py_DecRef", ir.VoidType(), _I8P), [v])
 
     # -- the function ------------------------------------------------------------------
-    def module(self, name, py_call, known, body, busy, tensor_type):
+    def module(self, name, py_call, spec, body, busy, tensor_type):
         lay = self.lay
         mod = self.mod = ir.Module(name=name)
         fty = ir.FunctionType(_I8P, [_I8P, _I8P.as_pointer(), _I64, _I8P])
@@ -202,14 +203,19 @@ class _Gen:
         miss = func.append_basic_block("miss")
         nargs = b.and_(nargsf, ir.Constant(_I64, ~_VECTORCALL_OFFSET & (2**64 - 1)))
         self.check(b, b.icmp_unsigned("!=", kwnames, ir.Constant(_I8P, None)), miss)
-        self.check(b, b.icmp_unsigned("!=", nargs, ir.Constant(_I64, len(known))), miss)
+        self.check(b, b.icmp_unsigned("!=", nargs, ir.Constant(_I64, len(spec))), miss)
         items = self.field(b, self.obj(busy), lay.list_items, _I8P.as_pointer())
         self.check(b, b.icmp_unsigned("!=", b.load(items), self.obj(0)), miss)
         carray = set() if callable(body) else \
             {p[1] for p in body.params if p[0] == "leaf" and not p[2]}
-        leaves = [self.leaf(b, func, b.load(b.gep(args, [ir.Constant(_I64, i)])), dt, shape,
-                            i in carray, tensor_type, miss)
-                  for i, (dt, shape) in enumerate(known)]
+        leaves = []
+        for i, (kind, x, y) in enumerate(spec):
+            a = b.load(b.gep(args, [ir.Constant(_I64, i)]))
+            if kind == "py":
+                self.python_value(b, a, x, y, miss)
+            else:
+                leaves.append(self.leaf(b, func, a, x, y, len(leaves) in carray, tensor_type,
+                                        miss))
         if callable(body):
             b.ret(self.vectorcall(b, self.obj(body), leaves))
         else:
@@ -223,6 +229,25 @@ class _Gen:
         ok = b.function.append_basic_block()
         b.cbranch(failed, miss, ok)
         b.position_at_end(ok)
+
+    def python_value(self, b, a, t, value, miss):
+        """Check argument `a` is the Python value the trace was made for: the same object
+        for None and bools, else exactly type `t` and equal (as the Python entry checks)."""
+        if value is None or t is bool:
+            self.check(b, b.icmp_unsigned("!=", a, self.obj(value)), miss)
+            return
+        self.check(b, b.icmp_unsigned("!=", self.field(b, a, self.lay.ob_type), self.obj(t)),
+                   miss)
+        equal = b.call(self.fn("PyObject_RichCompareBool", _I32, _I8P, _I8P, _I32),
+                       [a, self.obj(value), ir.Constant(_I32, 2)])        # Py_EQ
+        failed = b.function.append_basic_block()
+        ok = b.function.append_basic_block()
+        b.cbranch(b.icmp_signed("<", equal, ir.Constant(_I32, 0)), failed, ok)
+        b.position_at_end(failed)            # cannot happen for these exact types; if it
+        b.call(self.fn("PyErr_Clear", ir.VoidType()), [])     # did, the Python entry decides
+        b.branch(miss)
+        b.position_at_end(ok)
+        self.check(b, b.icmp_unsigned("==", equal, ir.Constant(_I32, 0)), miss)
 
     def leaf(self, b, func, a, dtype, shape, carray, tensor_type, miss):
         """The checked value of argument `a` (a Tensor's `_np`, or the ndarray itself)."""

@@ -128,10 +128,26 @@ def test_calls_it_cannot_take_get_the_python_entrys_answer(numba_forced):
 
 def test_scalars_ints_and_python_values(numba_forced):
     n, k = gc.constant(50, gc.int32), gc.constant(3, gc.int32)
-    f = gc.function(counted, backend="numba")
-    for _ in range(4):
-        f(n, k, True)                  # a Python value in the signature: the Python entry
-    assert type(f) is f._entry and not _native(f)
+
+    def some(n, k, flag, tag):
+        return counted(n, k, flag)[0] + (1 if tag == "one" else 0)
+
+    f = gc.function(some, backend="numba")
+    _warm(f, n, k, True, "one")        # Python values in the signature: checked natively
+    with _Frames() as seen:
+        got = f(n, k, True, "one")
+    assert "__call__" not in seen.names and got.numpy() == some(n, k, True, "one").numpy()
+    for flag, tag in ((False, "one"), (1, "one"), (True, "two"), (True, b"one")):
+        _warm(f, n, k, True, "one")
+        with _Frames() as seen:
+            got = f(n, k, flag, tag)
+        assert "__call__" in seen.names, (flag, tag)           # handed to the Python entry
+        assert got.numpy() == some(n, k, flag, tag).numpy()
+    h = gc.function(lambda n, k, flag: counted(n, k, flag)[0], backend="numba")
+    _warm(h, n, k, True)                # a one-loop graph with a Python value: the kernel
+    native0 = stats._NATIVE[1]
+    assert h(n, k, True).numpy() == counted(n, k, True)[0].numpy()
+    assert stats._NATIVE[1] == native0 + 1
     g = gc.function(lambda n, k: counted(n, k, False)[0], backend="numba")
     _warm(g, n, k)
     for a, b in ((n, k), (np.array(40, np.int32), k), (np.int32(7), np.int32(5))):
