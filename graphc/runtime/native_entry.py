@@ -4,8 +4,8 @@ The generated Python entry (function_entry.py) spends ~1 us of a cached call on 
 wrapping that numba's own dispatch does in C: reading each argument's type, dtype, shape and
 flags, counting the run, building the result Tensor. For the same calls this module builds
 the same steps as one LLVM function (llvmlite, compiled by numba's JIT) and makes it the
-entry class's `__call__` (a method descriptor: CPython passes `self` and the arguments as a
-vector). What it checks, field by field (offsets from native_layout.py):
+entry class's `__call__` (a method descriptor: CPython passes `self`, the class and the
+arguments as a vector). What it checks, field by field (offsets from native_layout.py):
 
 - no keywords, the entry's arity, `context._busy[0]` is 0 (no trace, tape or eager mode);
 - per argument: exactly a Tensor (its `_np` slot) or an ndarray; the value exactly an
@@ -35,7 +35,11 @@ _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)
 _FLAGS_CARRAY = 0x1 | 0x100 | 0x400        # C_CONTIGUOUS | ALIGNED | WRITEABLE
 _VECTORCALL_OFFSET = 1 << 63
-_METH_FASTCALL_KEYWORDS = 0x80 | 0x2
+# METH_METHOD: a bound method (`f.__call__`) holds the defining class, which holds the
+# method def and every object the code reads by address (cls._native_keep); without it the
+# bound method held only a pointer to the def, freed with the class when the entry was
+# dropped (_trace_changed, an evicted trace), and calling it crashed
+_METH_FASTCALL_KEYWORDS_METHOD = 0x80 | 0x2 | 0x200
 
 
 class _MethodDef(ctypes.Structure):
@@ -62,6 +66,10 @@ def install(cls, py_call, known, body, busy, tensor_type):
     lay = layout()
     if lay is None or FAILED:
         return False
+    with _claim_lock:    # once per class: a second install would free the first's objects
+        if "_native_claimed" in cls.__dict__:   # while calls in other threads run its code
+            return False
+        cls._native_claimed = True
     keep = [py_call, busy, tensor_type, body] + [d for d, _ in known]
     name = f"graphc_entry_{next(_names)}"     # never reused: the engine keeps every module
     try:
@@ -78,6 +86,7 @@ def install(cls, py_call, known, body, busy, tensor_type):
 
 
 _names = itertools.count()
+_claim_lock = threading.Lock()
 FAILED = []      # the error that stopped native entries in this process, if one did
 
 
@@ -99,7 +108,7 @@ def _install(cls, module, name, keep):
     engine.add_module(compiled)
     engine.finalize_object()
     mdef = _MethodDef(b"__call__", engine.get_function_address(name),
-                      _METH_FASTCALL_KEYWORDS, None)
+                      _METH_FASTCALL_KEYWORDS_METHOD, None)
     descr = _new_method(cls, mdef)
     cls._native_keep = (mdef, keep)           # alive as long as the class and its __call__
     cls.__call__ = descr
@@ -195,9 +204,10 @@ class _Gen:
     def module(self, name, py_call, known, body, busy, tensor_type):
         lay = self.lay
         mod = self.mod = ir.Module(name=name)
-        fty = ir.FunctionType(_I8P, [_I8P, _I8P.as_pointer(), _I64, _I8P])
+        # METH_METHOD | METH_FASTCALL | METH_KEYWORDS: (self, defining class, args, ...)
+        fty = ir.FunctionType(_I8P, [_I8P, _I8P, _I8P.as_pointer(), _I64, _I8P])
         func = ir.Function(mod, fty, name)
-        self_, args, nargsf, kwnames = func.args
+        self_, _, args, nargsf, kwnames = func.args
         b = ir.IRBuilder(func.append_basic_block("entry"))
         miss = func.append_basic_block("miss")
         nargs = b.and_(nargsf, ir.Constant(_I64, ~_VECTORCALL_OFFSET & (2**64 - 1)))
