@@ -71,7 +71,7 @@ def install(cls, py_call, known, body, busy, tensor_type):
             return False
         cls._native_claimed = True
     keep = [py_call, busy, tensor_type, body] + [d for d, _ in known]
-    name = f"graphc_entry_{next(_names)}"     # never reused: the engine keeps every module
+    name = f"graphc_entry_{next(_names)}"
     try:
         module = _Gen(lay, keep).module(name, py_call, known, body, busy, tensor_type)
     except Exception as e:  # noqa: BLE001 - only speed is lost: see _finish
@@ -102,34 +102,41 @@ def _finish(cls, module, name, keep):
 
 
 def _install(cls, module, name, keep):
-    engine = _engine()
+    _prepare()
     compiled = llb.parse_assembly(str(module))
     compiled.verify()
-    engine.add_module(compiled)
+    engine = _engine(compiled)
     engine.finalize_object()
     mdef = _MethodDef(b"__call__", engine.get_function_address(name),
                       _METH_FASTCALL_KEYWORDS_METHOD, None)
     descr = _new_method(cls, mdef)
-    cls._native_keep = (mdef, keep)           # alive as long as the class and its __call__
+    # alive as long as the class (its __call__ and every bound method hold it); the engine
+    # too: disposing it frees the machine code, once nothing can call it
+    cls._native_keep = (mdef, keep, engine)
     cls.__call__ = descr
 
 
-_engines = []
+_prepared = []
 
 
-def _engine():
-    """graphc's own JIT for entries (created once; holding numba's compiler lock, as all
-    LLVM work in the process does). Optimization level 0: the code is straight-line loads
-    and compares, and numba's O3 pipeline took ~33 ms per entry against ~4 ms here."""
-    if not _engines:
+def _prepare():
+    """Once per process: LLVM's native target, and where the C API functions are."""
+    if not _prepared:
         llb.initialize_native_target()         # numba does it too, when it compiles first
         llb.initialize_native_asmprinter()
-        for name, address in layout().funcs.items():      # where the C API functions are
+        for name, address in layout().funcs.items():
             llb.add_symbol(name, address)
-        tm = llb.Target.from_default_triple().create_target_machine(opt=0,
-                                                                    codemodel="jitdefault")
-        _engines.append(llb.create_mcjit_compiler(llb.parse_assembly(""), tm))
-    return _engines[0]
+        _prepared.append(True)
+
+
+def _engine(module):
+    """A JIT of its own for one entry's module (holding numba's compiler lock, as all LLVM
+    work in the process does), so that its code is freed with the entry: one engine
+    for all entries kept every entry's code and module for good (~60 KB each, for
+    functions made and dropped in a loop). Optimization level 0: the code is straight-line
+    loads and compares, and numba's O3 pipeline took ~33 ms per entry against ~4 ms here."""
+    tm = llb.Target.from_default_triple().create_target_machine(opt=0, codemodel="jitdefault")
+    return llb.create_mcjit_compiler(module, tm)       # owns the target machine
 
 
 def _try_locked(fn, *args):
@@ -173,7 +180,7 @@ class _Gen:
 
     def fn(self, name, ret, *args):
         """The C API function `name`, declared in the module (the JIT resolves it to the
-        address native_layout found: _engine)."""
+        address native_layout found: _prepare)."""
         if name in self.mod.globals:
             return self.mod.globals[name]
         return ir.Function(self.mod, ir.FunctionType(ret, args), name)
