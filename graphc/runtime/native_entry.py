@@ -35,6 +35,7 @@ _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)
 _FLAGS_CARRAY = 0x1 | 0x100 | 0x400        # C_CONTIGUOUS | ALIGNED | WRITEABLE
 _VECTORCALL_OFFSET = 1 << 63
+_MISS_ON_STACK = 16             # a call handed on with more arguments copies them to the heap
 # METH_METHOD: a bound method (`f.__call__`) holds the defining class, which holds the
 # method def and every object the code reads by address (cls._native_keep); without it the
 # bound method held only a pointer to the def, freed with the class when the entry was
@@ -279,11 +280,36 @@ class _Gen:
         return v
 
     def miss(self, b, self_, args, nargs, kwnames, py_call):
-        """Hand the call as it came to the Python entry: py_call(self, *args, **kwargs)."""
+        """Hand the call as it came to the Python entry: py_call(self, *args, **kwargs).
+        The argument vector is copied to the stack when short, else to the heap: a call
+        with any number of arguments must get the Python entry's TypeError, and a stack
+        array as long as the call's arguments overflowed the stack (a segfault) for
+        f(*[x] * 2_000_000), or far fewer in a thread with a small stack."""
         has_kw = b.icmp_unsigned("!=", kwnames, ir.Constant(_I8P, None))
         size = self.field(b, b.select(has_kw, kwnames, self.obj(())), self.lay.tuple_size, _I64)
         total = b.add(nargs, size)
-        arr = b.alloca(_I8P, b.add(total, ir.Constant(_I64, 1)))
+        n = b.add(total, ir.Constant(_I64, 1))
+        small = b.alloca(_I8P, ir.Constant(_I64, _MISS_ON_STACK))
+        big = b.icmp_unsigned(">", n, ir.Constant(_I64, _MISS_ON_STACK))
+        start = b.block
+        heap = b.function.append_basic_block("heap")
+        have = b.function.append_basic_block("have_vector")
+        b.cbranch(big, heap, have)
+        b.position_at_end(heap)
+        malloc = self.fn("PyMem_Malloc", _I8P, _I64)
+        raw = b.call(malloc, [b.mul(n, ir.Constant(_I64, 8))])
+        no_memory = b.function.append_basic_block("no_memory")
+        got = b.function.append_basic_block("heap_ok")
+        b.cbranch(b.icmp_unsigned("==", raw, ir.Constant(_I8P, None)), no_memory, got)
+        b.position_at_end(no_memory)
+        b.ret(b.call(self.fn("PyErr_NoMemory", _I8P), []))
+        b.position_at_end(got)
+        on_heap = b.bitcast(raw, _I8P.as_pointer())
+        b.branch(have)
+        b.position_at_end(have)
+        arr = b.phi(_I8P.as_pointer())
+        arr.add_incoming(small, start)
+        arr.add_incoming(on_heap, got)
         b.store(self_, arr)
         loop = b.function.append_basic_block("copy")
         done = b.function.append_basic_block("copied")
@@ -301,8 +327,15 @@ class _Gen:
         b.branch(loop)
         b.position_at_end(done)
         call = self.fn("PyObject_Vectorcall", _I8P, _I8P, _I8P.as_pointer(), _I64, _I8P)
-        b.ret(b.call(call, [self.obj(py_call), arr, b.add(nargs, ir.Constant(_I64, 1)),
-                            kwnames]))
+        r = b.call(call, [self.obj(py_call), arr, b.add(nargs, ir.Constant(_I64, 1)), kwnames])
+        free = b.function.append_basic_block("free")
+        out = b.function.append_basic_block("return")
+        b.cbranch(big, free, out)
+        b.position_at_end(free)
+        b.call(self.fn("PyMem_Free", ir.VoidType(), _I8P), [b.bitcast(arr, _I8P)])
+        b.branch(out)
+        b.position_at_end(out)
+        b.ret(r)
 
     def loop_body(self, b, func, body, leaves, tensor_type):
         lay = self.lay

@@ -79,3 +79,46 @@ def test_a_dropped_functions_machine_code_is_freed(numba_forced, monkeypatch):
         pygc.collect()
         assert entry() is None
     assert len(disposed) >= 3, "a dropped entry's machine code stays"
+
+
+_MANY_ARGS = """
+import faulthandler, threading
+faulthandler.enable()
+import numpy as np
+import graphc as gc
+
+f = gc.function(lambda x: gc.tanh(x) * 2.0, backend="numba")
+v = np.ones(8, np.float32)
+for _ in range(4):
+    f(v)
+assert type(type(f).__dict__["__call__"]).__name__ == "method_descriptor"
+
+def many(n, kw):
+    try:
+        f(v, **{f"k{i}": v for i in range(n)}) if kw else f(*[v] * n)
+    except TypeError as e:
+        print(type(e).__name__)
+
+threading.stack_size(256 * 1024)
+for kw in (False, True):
+    t = threading.Thread(target=many, args=(60000, kw))
+    t.start()
+    t.join()
+many(3, False)
+"""
+
+
+def test_a_call_with_very_many_arguments_gets_the_python_entrys_error(kernel_env):
+    # the call the native entry hands on copied its arguments to a stack array as long as
+    # the call: 60,000 arguments overflowed a 256 KB thread stack, 2,000,000 the main
+    # thread's (a segfault where the Python entry raises TypeError)
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(gc.__file__))     # this graphc, not an installed one
+    env = dict(os.environ, GRAPHC_NATIVE_ENTRY="2",
+               PYTHONPATH=os.pathsep.join([root] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+    r = subprocess.run([sys.executable, "-c", _MANY_ARGS], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["TypeError"] * 3, r.stdout
