@@ -1,6 +1,7 @@
-"""The native hot entry (runtime/native_entry.py) under misuse: what outlives an entry
-class, installs racing each other, ... Each test holds something the machine code reads by
-address and checks it is still alive (and gives eager's answer) when it is used."""
+"""The native hot entry (runtime/native_entry.py) under misuse, from a probe for crashes,
+leaks and wrong answers: a bound method outliving its entry class, two installs of one
+entry racing, functions made and dropped (their machine code), calls with very many
+arguments. Each compares with eager where there is an answer to compare."""
 import gc as pygc
 import weakref
 
