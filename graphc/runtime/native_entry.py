@@ -4,8 +4,8 @@ The generated Python entry (function_entry.py) spends ~1 us of a cached call on 
 wrapping that numba's own dispatch does in C: reading each argument's type, dtype, shape and
 flags, counting the run, building the result Tensor. For the same calls this module builds
 the same steps as one LLVM function (llvmlite, compiled by numba's JIT) and makes it the
-entry class's `__call__` (a method descriptor: CPython passes `self` and the arguments as a
-vector). What it checks, field by field (offsets from native_layout.py):
+entry class's `__call__` (a method descriptor: CPython passes `self`, the class and the
+arguments as a vector). What it checks, field by field (offsets from native_layout.py):
 
 - no keywords, the entry's arity, `context._busy[0]` is 0 (no trace, tape or eager mode);
 - per argument: exactly a Tensor (its `_np` slot) or an ndarray; the value exactly an
@@ -35,7 +35,12 @@ _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)
 _FLAGS_CARRAY = 0x1 | 0x100 | 0x400        # C_CONTIGUOUS | ALIGNED | WRITEABLE
 _VECTORCALL_OFFSET = 1 << 63
-_METH_FASTCALL_KEYWORDS = 0x80 | 0x2
+_MISS_ON_STACK = 16             # a call handed on with more arguments copies them to the heap
+# METH_METHOD: a bound method (`f.__call__`) holds the defining class, which holds the
+# method def and every object the code reads by address (cls._native_keep); without it the
+# bound method held only a pointer to the def, freed with the class when the entry was
+# dropped (_trace_changed, an evicted trace), and calling it crashed
+_METH_FASTCALL_KEYWORDS_METHOD = 0x80 | 0x2 | 0x200
 
 
 class _MethodDef(ctypes.Structure):
@@ -63,8 +68,12 @@ def install(cls, py_call, args, body, busy, tensor_type):
     lay = layout()
     if lay is None or FAILED:
         return False
+    with _claim_lock:    # once per class: a second install would free the first's objects
+        if "_native_claimed" in cls.__dict__:   # while calls in other threads run its code
+            return False
+        cls._native_claimed = True
     keep = [py_call, busy, tensor_type, body] + [a[1:] for a in args]
-    name = f"graphc_entry_{next(_names)}"     # never reused: the engine keeps every module
+    name = f"graphc_entry_{next(_names)}"
     try:
         module = _Gen(lay, keep).module(name, py_call, args, body, busy, tensor_type)
     except Exception as e:  # noqa: BLE001 - only speed is lost: see _finish
@@ -79,6 +88,7 @@ def install(cls, py_call, args, body, busy, tensor_type):
 
 
 _names = itertools.count()
+_claim_lock = threading.Lock()
 FAILED = []      # the error that stopped native entries in this process, if one did
 
 
@@ -94,34 +104,41 @@ def _finish(cls, module, name, keep):
 
 
 def _install(cls, module, name, keep):
-    engine = _engine()
+    _prepare()
     compiled = llb.parse_assembly(str(module))
     compiled.verify()
-    engine.add_module(compiled)
+    engine = _engine(compiled)
     engine.finalize_object()
     mdef = _MethodDef(b"__call__", engine.get_function_address(name),
-                      _METH_FASTCALL_KEYWORDS, None)
+                      _METH_FASTCALL_KEYWORDS_METHOD, None)
     descr = _new_method(cls, mdef)
-    cls._native_keep = (mdef, keep)           # alive as long as the class and its __call__
+    # alive as long as the class (its __call__ and every bound method hold it); the engine
+    # too: disposing it frees the machine code, once nothing can call it
+    cls._native_keep = (mdef, keep, engine)
     cls.__call__ = descr
 
 
-_engines = []
+_prepared = []
 
 
-def _engine():
-    """graphc's own JIT for entries (created once; holding numba's compiler lock, as all
-    LLVM work in the process does). Optimization level 0: the code is straight-line loads
-    and compares, and numba's O3 pipeline took ~33 ms per entry against ~4 ms here."""
-    if not _engines:
+def _prepare():
+    """Once per process: LLVM's native target, and where the C API functions are."""
+    if not _prepared:
         llb.initialize_native_target()         # numba does it too, when it compiles first
         llb.initialize_native_asmprinter()
-        for name, address in layout().funcs.items():      # where the C API functions are
+        for name, address in layout().funcs.items():
             llb.add_symbol(name, address)
-        tm = llb.Target.from_default_triple().create_target_machine(opt=0,
-                                                                    codemodel="jitdefault")
-        _engines.append(llb.create_mcjit_compiler(llb.parse_assembly(""), tm))
-    return _engines[0]
+        _prepared.append(True)
+
+
+def _engine(module):
+    """A JIT of its own for one entry's module (holding numba's compiler lock, as all LLVM
+    work in the process does), so that its code is freed with the entry: one engine
+    for all entries kept every entry's code and module for good (~60 KB each, for
+    functions made and dropped in a loop). Optimization level 0: the code is straight-line
+    loads and compares, and numba's O3 pipeline took ~33 ms per entry against ~4 ms here."""
+    tm = llb.Target.from_default_triple().create_target_machine(opt=0, codemodel="jitdefault")
+    return llb.create_mcjit_compiler(module, tm)       # owns the target machine
 
 
 def _try_locked(fn, *args):
@@ -165,7 +182,7 @@ class _Gen:
 
     def fn(self, name, ret, *args):
         """The C API function `name`, declared in the module (the JIT resolves it to the
-        address native_layout found: _engine)."""
+        address native_layout found: _prepare)."""
         if name in self.mod.globals:
             return self.mod.globals[name]
         return ir.Function(self.mod, ir.FunctionType(ret, args), name)
@@ -196,9 +213,10 @@ class _Gen:
     def module(self, name, py_call, spec, body, busy, tensor_type):
         lay = self.lay
         mod = self.mod = ir.Module(name=name)
-        fty = ir.FunctionType(_I8P, [_I8P, _I8P.as_pointer(), _I64, _I8P])
+        # METH_METHOD | METH_FASTCALL | METH_KEYWORDS: (self, defining class, args, ...)
+        fty = ir.FunctionType(_I8P, [_I8P, _I8P, _I8P.as_pointer(), _I64, _I8P])
         func = ir.Function(mod, fty, name)
-        self_, args, nargsf, kwnames = func.args
+        self_, _, args, nargsf, kwnames = func.args
         b = ir.IRBuilder(func.append_basic_block("entry"))
         miss = func.append_basic_block("miss")
         nargs = b.and_(nargsf, ir.Constant(_I64, ~_VECTORCALL_OFFSET & (2**64 - 1)))
@@ -287,11 +305,36 @@ class _Gen:
         return v
 
     def miss(self, b, self_, args, nargs, kwnames, py_call):
-        """Hand the call as it came to the Python entry: py_call(self, *args, **kwargs)."""
+        """Hand the call as it came to the Python entry: py_call(self, *args, **kwargs).
+        The argument vector is copied to the stack when short, else to the heap: a call
+        with any number of arguments must get the Python entry's TypeError, and a stack
+        array as long as the call's arguments overflowed the stack (a segfault) for
+        f(*[x] * 2_000_000), or far fewer in a thread with a small stack."""
         has_kw = b.icmp_unsigned("!=", kwnames, ir.Constant(_I8P, None))
         size = self.field(b, b.select(has_kw, kwnames, self.obj(())), self.lay.tuple_size, _I64)
         total = b.add(nargs, size)
-        arr = b.alloca(_I8P, b.add(total, ir.Constant(_I64, 1)))
+        n = b.add(total, ir.Constant(_I64, 1))
+        small = b.alloca(_I8P, ir.Constant(_I64, _MISS_ON_STACK))
+        big = b.icmp_unsigned(">", n, ir.Constant(_I64, _MISS_ON_STACK))
+        start = b.block
+        heap = b.function.append_basic_block("heap")
+        have = b.function.append_basic_block("have_vector")
+        b.cbranch(big, heap, have)
+        b.position_at_end(heap)
+        malloc = self.fn("PyMem_Malloc", _I8P, _I64)
+        raw = b.call(malloc, [b.mul(n, ir.Constant(_I64, 8))])
+        no_memory = b.function.append_basic_block("no_memory")
+        got = b.function.append_basic_block("heap_ok")
+        b.cbranch(b.icmp_unsigned("==", raw, ir.Constant(_I8P, None)), no_memory, got)
+        b.position_at_end(no_memory)
+        b.ret(b.call(self.fn("PyErr_NoMemory", _I8P), []))
+        b.position_at_end(got)
+        on_heap = b.bitcast(raw, _I8P.as_pointer())
+        b.branch(have)
+        b.position_at_end(have)
+        arr = b.phi(_I8P.as_pointer())
+        arr.add_incoming(small, start)
+        arr.add_incoming(on_heap, got)
         b.store(self_, arr)
         loop = b.function.append_basic_block("copy")
         done = b.function.append_basic_block("copied")
@@ -309,8 +352,15 @@ class _Gen:
         b.branch(loop)
         b.position_at_end(done)
         call = self.fn("PyObject_Vectorcall", _I8P, _I8P, _I8P.as_pointer(), _I64, _I8P)
-        b.ret(b.call(call, [self.obj(py_call), arr, b.add(nargs, ir.Constant(_I64, 1)),
-                            kwnames]))
+        r = b.call(call, [self.obj(py_call), arr, b.add(nargs, ir.Constant(_I64, 1)), kwnames])
+        free = b.function.append_basic_block("free")
+        out = b.function.append_basic_block("return")
+        b.cbranch(big, free, out)
+        b.position_at_end(free)
+        b.call(self.fn("PyMem_Free", ir.VoidType(), _I8P), [b.bitcast(arr, _I8P)])
+        b.branch(out)
+        b.position_at_end(out)
+        b.ret(r)
 
     def loop_body(self, b, func, body, leaves, tensor_type):
         lay = self.lay

@@ -100,7 +100,8 @@ def _probe():
         funcs = {n: ctypes.cast(getattr(api, n), ctypes.c_void_p).value
                  for n in ("PyObject_Vectorcall", "Py_IncRef", "Py_DecRef", "PyNumber_Multiply",
                            "PyType_GenericAlloc", "PyErr_ExceptionMatches",
-                           "PyObject_GetItem")}
+                           "PyObject_GetItem", "PyMem_Malloc", "PyMem_Free",
+                           "PyErr_NoMemory")}
         if sys.version_info >= (3, 12):
             funcs["PyErr_GetRaisedException"] = ctypes.cast(
                 api.PyErr_GetRaisedException, ctypes.c_void_p).value
