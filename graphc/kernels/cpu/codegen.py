@@ -22,9 +22,8 @@ A group with sin/cos/tan also gets `_fast` variants: they call the vectorized po
 (`fast_sin`...), which are exact below 2**17 (float32) or 2**47 (float64), and return how many
 trig arguments were beyond that; the runner then redoes the group with the whole-range
 functions, so typical inputs run ~2x faster and huge ones still get the right answer.
-Flat elementwise groups check their trig arguments chunk by chunk instead: their fast
-variant leaves the chunks that missed, and `fname` (compiled when first needed) redoes only
-those (`codegen_chunks`).
+Flat elementwise groups OR their checks into a bool instead, and `fname` (compiled when
+first needed) redoes only the chunks that missed (`codegen_chunks`).
 """
 import os
 
@@ -65,8 +64,9 @@ def generate(spec, fname):
     """Module source defining `fname` (serial, over outer iterations [lo, hi)) and
     `fname_par` (one block of them per thread, calling the serial one: `codegen_parallel`),
     and for groups with trig ops `fname_fast` and `fname_fast_par` (see the module
-    docstring; in a chunked module `fname` and `fname_par` redo only the chunks the fast
-    variant left). Every variant returns an int64: trig arguments beyond range, or 0.
+    docstring; in a chunked module `fname` and `fname_par` redo only the chunks where the
+    fast variant met an argument beyond its range). Every variant returns an int64: trig
+    arguments beyond range (a chunked fast variant: 1 if any), chunks redone, or 0.
     Kernels release the GIL while they run: the background compile thread (numba holds the
     GIL) otherwise got only the gaps between the calls of a kernel compiled earlier."""
     src = ["import numpy as np",
@@ -83,8 +83,8 @@ def generate(spec, fname):
     width = vector_width()
     chunked = has_fast_variant(spec.group) and is_chunked_group(spec)
     if chunked:
-        src.append(f"{CHECKED_FLAG} = True  # {fname}_fast checks trig arguments per chunk; "
-                   f"{fname} redoes only the chunks it left")
+        src.append(f"{CHECKED_FLAG} = True  # {fname} redoes only the chunks where "
+                   f"{fname}_fast met a trig argument beyond its range")
     for base, fast in variants:
         if chunked:
             body = ChunkedBody(spec, redo=not fast).lines()
