@@ -105,3 +105,33 @@ def test_chunked_kernel_on_2d_contiguous_input():
     agree(_chain, x)
     x[20, 7] = 1e25
     agree(_chain, x)
+
+
+def _redone():
+    from graphc.kernels.cpu import kernel as cpu_kernel
+    return sum(k.redone + k.slow_chunks for k in cpu_kernel._KERNELS.values() if k.fast)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("fn", [
+    lambda a, r: gc.sin(a * r) + gc.cos(a),                          # broadcast: loop nest
+    lambda a, r: gc.reduce_sum(gc.sin(a) * r, axis=1),               # row reduction
+    lambda a, r: gc.reduce_sum(gc.cos(a * 2.0) - r, axis=0),         # column layout
+    lambda a, r: gc.transpose(a) * gc.tan(gc.transpose(a) * 0.5) + r[0, :33]],  # strided
+    ids=["broadcast", "rows", "columns", "strided"])
+def test_non_flat_fast_trig_flags_misses(dtype, fn):
+    """Fast-trig kernels OR their checks into bools: nothing redone on ordinary inputs; one
+    huge argument anywhere (first, middle or last element) redoes the call (or its chunk)."""
+    rng = np.random.default_rng(6)
+    x = rng.uniform(-5, 5, (33, 70)).astype(dtype)
+    row = rng.uniform(-1, 1, (1, 70)).astype(dtype)
+    before = _redone()
+    agree(fn, x, row)
+    assert _redone() == before
+    big = 2.0 ** 17 if dtype == "float32" else 2.0 ** 47
+    for where in [(0, 0), (16, 35), (32, 69)]:
+        y = x.copy()
+        y[where] = -4 * big        # every trig argument here is beyond the range
+        before = _redone()
+        agree(fn, y, row)
+        assert _redone() > before
