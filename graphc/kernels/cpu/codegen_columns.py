@@ -17,7 +17,7 @@ Blocks split the last kept axis so that threads own disjoint accumulators. Used 
 reduction is terminal (its result leaves the group and feeds nothing inside it).
 """
 from ..expr import accumulate, identity, np_name
-from .codegen import _Body
+from .codegen import _Body, miss_lines
 from ..fusion import REDUCTIONS
 
 BLOCK = 512     # columns per block: an outer iteration, a row strip that stays in L1
@@ -84,9 +84,7 @@ class ColumnBody(_Body):
                         f"    {self._acc(op)} = {cast}(np.nan)"]
             out += self._kept_loops(fix, 1, rest, last)
         if self.misses:
-            out = [f"{acc} = 0  # fast-trig arguments beyond range" for acc, _ in
-                   self.misses] + out
-            out.append("return " + " + ".join(acc for acc, _ in self.misses))
+            out = miss_lines(self.misses, out)
         return out
 
     def _acc(self, op):

@@ -25,12 +25,14 @@ ALL = 1 << 62       # `outer_hi` for a call over the whole outer range
 RANGE_TYPES = (types.int64, types.int64)      # a serial variant's outer_lo, outer_hi
 ADDRESS_TYPE = types.int64                     # a parallel variant's last argument
 _OUTER = re.compile(r"in RANGE0\((.*)\):\s*(#.*)?$")
+# or a body that takes its outer iterations as bounds: `lo, hi = BOUNDS0(count)`
+_BOUNDS = re.compile(r"= BOUNDS0\((.*)\)\s*(#.*)?$")
 
 
 def _outer_count(body):
-    """The expression counting the outer iterations (the RANGE0 loop), or None."""
+    """The expression counting the outer iterations (the RANGE0 loop or BOUNDS0), or None."""
     for line in body:
-        m = _OUTER.search(line)
+        m = _OUTER.search(line) or _BOUNDS.search(line)
         if m:
             return m.group(1)
     return None
@@ -44,6 +46,8 @@ def serial_source(name, params, body):
     for ln in body:
         if outer is not None and f"RANGE0({outer})" in ln:
             ln = ln.replace(f"RANGE0({outer})", f"range(outer_lo, imin(outer_hi, {outer}))")
+        if outer is not None and f"BOUNDS0({outer})" in ln:
+            ln = ln.replace(f"BOUNDS0({outer})", f"outer_lo, imin(outer_hi, {outer})")
         lines.append("    " + ln)
     if not body[-1].startswith("return "):
         lines.append("    return 0")

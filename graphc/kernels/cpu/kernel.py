@@ -48,7 +48,8 @@ class Kernel:
     def run(self, par, args):
         """Run the kernel; with fast trig, redo with the whole-range one if an argument missed
         (every output is rewritten in full, so the redo leaves no trace of the fast try; a
-        chunked kernel's redo rewrites just the chunks the fast variant left)."""
+        chunked kernel's redo rewrites just the chunks where an argument missed, reading
+        inputs the fast try did not touch: outputs never share memory with inputs)."""
         if par:
             threads = region_threads()      # the cores free now (launch.py)
             if threads > 1:
@@ -64,11 +65,11 @@ class Kernel:
             return
         slow = self._variant(*self.fast, par, args, fast=True)
         if slow:        # the whole-range variant compiles here the first time it is needed
+            redone = self._variant(self.serial, self.parallel, par, args)
             if self.checked:
-                self.slow_chunks += slow        # it redoes only the chunks left
+                self.slow_chunks += redone      # it redid only the chunks that missed
             else:
                 self.redone += 1
-            self._variant(self.serial, self.parallel, par, args)
 
     def _variant(self, serial, parallel, par, args, fast=False):
         if par:
