@@ -2,21 +2,25 @@
 import threading
 
 
-def run_in_threads(work, n, timeout=60):
-    """Call work(i) for i in range(n), each in its own thread, all started before any is
-    joined; assert that none raised (the errors are listed) and that all finished."""
-    errors = []
+def run_together(n, work, timeout=60.0):
+    """Run work(i) in n threads started at one barrier; their results, in order. An
+    exception in any thread fails the test with that exception; `timeout` only guards
+    against a hang."""
+    barrier = threading.Barrier(n)
+    results, errors = [None] * n, []
 
-    def guarded(i):
+    def body(i):
         try:
-            work(i)
-        except Exception as e:  # noqa: BLE001 - reported below
+            barrier.wait(timeout)
+            results[i] = work(i)
+        except BaseException as e:   # noqa: BLE001 - reported to the test below
             errors.append(e)
-
-    threads = [threading.Thread(target=guarded, args=(i,)) for i in range(n)]
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(timeout)
-    assert not errors, errors
-    assert not any(t.is_alive() for t in threads), "a thread did not finish"
+    assert not any(t.is_alive() for t in threads), "threads still running: a deadlock"
+    if errors:
+        raise errors[0]
+    return results

@@ -10,7 +10,7 @@ import pytest
 import graphc as gc
 from graphc.kernels.cuda import availability, backend
 
-from concurrency import run_in_threads
+from concurrency import run_together
 
 EXPECTED = "numba" if availability.simulator_on() else \
     os.environ.get("GRAPHC_CUDA_LAUNCH", "direct")
@@ -57,7 +57,7 @@ def test_new_threads_launch_with_the_right_arguments():
         args = [gc.constant(a) for a in _inputs(shapes, 10 + i)]
         for _ in range(5):
             results[i] = (f(*args).numpy(), ref(*args).numpy())
-    run_in_threads(work, 4)
+    run_together(4, work)
     for got, want in results.values():
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
     assert len(results) == 4

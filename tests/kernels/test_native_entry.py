@@ -15,7 +15,7 @@ from graphc.errors import InvalidArgumentError
 from graphc.kernels import stats
 from graphc.runtime import native_entry, native_layout
 
-from concurrency import run_in_threads
+from concurrency import run_together
 from test_loop_call_entry import HERE, N, branchy, counted, walk, weighted
 
 pytestmark = [pytest.mark.usefixtures("kernel_env"),
@@ -202,7 +202,7 @@ def test_traces_eager_mode_and_threads(numba_forced):
     def work(i):
         for _ in range(200):
             _same(f(inputs[i]).numpy(), wants[i])
-    run_in_threads(work, 8)
+    run_together(8, work)
 
 
 def test_no_references_leak(numba_forced):

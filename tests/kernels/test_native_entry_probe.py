@@ -9,19 +9,11 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from graphc.runtime import native_layout
 
 from test_loop_call_entry import branchy
-from test_native_entry import _native, _same, _values, _warm
-
-pytestmark = [pytest.mark.usefixtures("kernel_env"),
-              pytest.mark.skipif(native_layout._probe() is None or not native_layout._supported(),
-                                 reason="no native entries on this interpreter")]
-
-
-@pytest.fixture(autouse=True)
-def native_after_two(monkeypatch):
-    monkeypatch.setenv("GRAPHC_NATIVE_ENTRY", "2")
+# the same marks (kernel cache, skip where no native entries) and GRAPHC_NATIVE_ENTRY=2
+from test_native_entry import (_native, _same, _values, _warm, native_after_two,  # noqa: F401
+                               pytestmark)
 
 
 def test_a_bound_method_keeps_its_entry_alive(numba_forced):

@@ -19,6 +19,8 @@ import pytest
 import graphc as gc
 from graphc import autograph
 
+from concurrency import run_together
+
 WAIT = 60.0      # seconds: only ever reached if something deadlocks
 
 
@@ -29,29 +31,6 @@ def fast_switching():
     sys.setswitchinterval(1e-5)
     yield
     sys.setswitchinterval(before)
-
-
-def run_together(n, work):
-    """Run work(i) in n threads started at one barrier; their results, in order. An
-    exception in any thread fails the test with that exception."""
-    barrier = threading.Barrier(n)
-    results, errors = [None] * n, []
-
-    def body(i):
-        try:
-            barrier.wait(WAIT)
-            results[i] = work(i)
-        except BaseException as e:   # noqa: BLE001 - reported to the test below
-            errors.append(e)
-    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(WAIT)
-    assert not any(t.is_alive() for t in threads), "threads still running: a deadlock"
-    if errors:
-        raise errors[0]
-    return results
 
 
 class Backend:

@@ -11,7 +11,7 @@ import graphc as gc
 from graphc.runtime import fingerprint, function as function_mod
 from graphc.runtime.function import Function
 
-from concurrency import run_in_threads
+from concurrency import run_together
 
 
 class General(Function):
@@ -249,7 +249,7 @@ def test_threads_share_fingerprints_without_locks():
         for k in range(300):
             x = inputs[(i + k) % 4]
             np.testing.assert_array_equal(f(x).numpy(), x.numpy() * 2)
-    run_in_threads(work, 4)
+    run_together(4, work)
     assert f.tracing_count == 4
 
 
