@@ -6,7 +6,7 @@ import pytest
 
 from graphc.kernels.cpu import groups
 from graphc.kernels.cpu import kernel as cpu_kernel
-from graphc.kernels.cpu.codegen_parallel import (ALL, RANGE_TYPES, arg_types, run_blocks,
+from graphc.kernels.cpu.codegen_parallel import (ALL, CHUNKS, RANGE_TYPES, arg_types, run_blocks,
                                              serial_address)
 from graphc.kernels.cpu.launch import PARALLEL, enter
 
@@ -51,6 +51,36 @@ def test_blocks_cover_the_outer_range_once(rows, threads):
     ref = np.full_like(x, np.nan)
     assert _serial(x, scale, ref, rows, 0, ALL) == rows
     np.testing.assert_array_equal(out, ref)
+
+
+@numba.njit
+def _one_per_call(x, out, d0, outer_lo, outer_hi):
+    """Marks rows [outer_lo, outer_hi) with the piece's first row; 1 per call."""
+    for i in range(outer_lo, min(outer_hi, d0)):
+        out[i] = outer_lo
+    return 1
+
+
+@numba.njit
+def _pieces(x, out, d0, serial):
+    return run_blocks(serial, (x,), (out,), (d0,), np.int64(d0))
+
+
+@pytest.mark.parametrize("rows", [1, 3, 8, 9, 1000])
+def test_workers_take_pieces_from_a_shared_counter(rows):
+    """With several threads the outer range is cut into CHUNKS pieces per worker, each run
+    once, in order of the counter: a descheduled worker holds back one piece only."""
+    threads = min(2, numba.config.NUMBA_NUM_THREADS)
+    x, out = np.zeros(rows), np.full(rows, -1.0)
+    address = serial_address(_one_per_call, arg_types((x, out, rows)) + RANGE_TYPES)
+    with PARALLEL:
+        enter(threads)
+        calls = _pieces(x, out, rows, address)
+    want = 1 if threads == 1 else min(rows, threads * CHUNKS)
+    assert calls == want
+    starts = np.unique(out)
+    assert len(starts) == want and starts[0] == 0 and (out >= 0).all()
+    assert list(starts) == sorted({(c * rows) // want for c in range(want)})
 
 
 def test_an_exception_in_a_block_propagates_after_the_region():

@@ -6,11 +6,12 @@ a callee it links in is optimized and compiled again inside every caller: for ke
 hundreds of lines of inlined vector math the prange variant cost more than the serial one
 (layernorm 8192x512: 0.7 s serial, 2.1 s prange, cold), and even an empty prange loop costs
 ~0.5 s of parfor machinery. So the serial kernel takes a range of outer iterations,
-`[outer_lo, outer_hi)`, and the parallel variant is a plain function that cuts the outer
-range into one block per thread and hands the blocks to numba's thread pool
-(`numba_parallel_for`, what a prange loop calls) with a small trampoline that calls the
-serial kernel's machine code through its address. The address is an argument the runner
-passes (`serial_address`), so nothing is baked in and both variants stay in the disk cache.
+`[outer_lo, outer_hi)`, and the parallel variant is a plain function that hands one worker
+per thread to numba's thread pool (`numba_parallel_for`, what a prange loop calls) with a
+small trampoline; each worker takes pieces of the outer range (CHUNKS per worker) from a
+shared counter and calls the serial kernel's machine code on them through its address.
+The address is an argument the runner passes (`serial_address`), so nothing is baked in
+and both variants stay in the disk cache.
 """
 import re
 
@@ -90,23 +91,22 @@ def run_blocks(typingctx, address, inputs, outputs, ints, outer):
         address_v, ins_v, outs_v, ints_v, outer_v = args
         values = [builder.extract_value(v, k) for v, tup in
                   ((ins_v, inputs), (outs_v, outputs), (ints_v, ints)) for k in range(len(tup))]
-        packed_t = ir.LiteralStructType([address_v.type] + [v.type for v in values])
-        packed = cgutils.alloca_once(builder, packed_t, name="kernel_args")
-        for k, v in enumerate([address_v] + values):
-            builder.store(v, cgutils.gep_inbounds(builder, packed, 0, k))
         i64 = ir.IntType(64)
         threads = builder.sext(builder.call(cgutils.get_or_insert_function(
             builder.module, ir.FunctionType(ir.IntType(32), []), "get_num_threads"), []), i64)
         nb = builder.select(builder.icmp_signed("<", outer_v, threads), outer_v, threads)
         nb = builder.select(builder.icmp_signed(">", nb, i64(0)), nb, i64(0))
+        # CHUNKS pieces per worker (one piece alone), taken from a shared counter
+        pieces = builder.mul(nb, i64(CHUNKS))
+        pieces = builder.select(builder.icmp_signed("<", outer_v, pieces), outer_v, pieces)
+        pieces = builder.select(builder.icmp_signed(">", nb, i64(1)), pieces, nb)
+        # the packed arguments: address, kernel arguments, then counter, outer, pieces
+        packed_t = ir.LiteralStructType([address_v.type] + [v.type for v in values] +
+                                        [i64] * 3)
+        packed = cgutils.alloca_once(builder, packed_t, name="kernel_args")
+        for k, v in enumerate([address_v] + values + [i64(0), outer_v, pieces]):
+            builder.store(v, cgutils.gep_inbounds(builder, packed, 0, k))
         blocks = builder.alloca(_BLOCK, size=nb, name="blocks")
-        with cgutils.for_range(builder, nb) as loop:
-            b = loop.index
-            blk = builder.gep(blocks, [b])
-            builder.store(builder.sdiv(builder.mul(b, outer_v), nb),
-                          cgutils.gep_inbounds(builder, blk, 0, 0))
-            builder.store(builder.sdiv(builder.mul(builder.add(b, i64(1)), outer_v), nb),
-                          cgutils.gep_inbounds(builder, blk, 0, 1))
         tramp = _trampoline(context, builder.module, packed_t, argtys)
         _parallel_for(context, builder, tramp, blocks, nb, packed, threads)
         total = cgutils.alloca_once_value(builder, i64(0))
@@ -123,7 +123,13 @@ def run_blocks(typingctx, address, inputs, outputs, ints, outer):
     return types.int64(address, inputs, outputs, ints, outer), codegen
 
 
-# one block of the outer range: lo, hi, the kernel's result, its status code and exception
+# Pieces of the outer range per worker of a parallel region. Workers take pieces from a
+# shared counter as they finish the last, so one that the OS has descheduled (another
+# process on its core) holds back at most the piece it is on, not a whole thread's share.
+CHUNKS = 4
+
+# one worker of a region: (unused) lo, hi, the sum of its pieces' results, the status code
+# and exception of a piece that failed (the worker stops there)
 _BLOCK = ir.LiteralStructType([ir.IntType(64)] * 3 + [ir.IntType(32),
                                                       ir.PointerType(excinfo_t)])
 _BYTES = ir.PointerType(ir.IntType(8))
@@ -131,9 +137,12 @@ _BYTES = ir.PointerType(ir.IntType(8))
 
 def _trampoline(context, module, packed_t, argtys):
     """`void f(char **args, intp *dims, intp *steps, void *data)`, the gufunc-style function
-    numba's parallel_for calls with a run of dims[0] blocks from args[0] (`steps[0]` bytes
-    apart): it runs the serial kernel (address and arguments packed at `data`) on each."""
+    numba's parallel_for calls with a run of dims[0] workers from args[0] (`steps[0]` bytes
+    apart): each worker takes pieces [c * outer / pieces, (c + 1) * outer / pieces) of the
+    outer range, c from the counter in `data` (after the kernel's address and arguments),
+    and runs the serial kernel on each until none is left or one fails."""
     intp = context.get_value_type(types.intp)
+    i64 = ir.IntType(64)
     fnty = ir.FunctionType(ir.VoidType(), [ir.PointerType(_BYTES), ir.PointerType(intp),
                                            ir.PointerType(intp), _BYTES])
     fn = ir.Function(module, fnty, name=module.get_unique_name("graphc_kernel_blocks"))
@@ -142,17 +151,36 @@ def _trampoline(context, module, packed_t, argtys):
     args, dims, steps, data = fn.args
     base, step = builder.load(args), builder.load(steps)
     packed = builder.bitcast(data, ir.PointerType(packed_t))
-    fields = [builder.load(cgutils.gep_inbounds(builder, packed, 0, k))
-              for k in range(len(packed_t.elements))]
+    n = len(packed_t.elements)
+    fields = [builder.load(cgutils.gep_inbounds(builder, packed, 0, k)) for k in range(n - 3)]
+    counter = cgutils.gep_inbounds(builder, packed, 0, n - 3)
+    outer = builder.load(cgutils.gep_inbounds(builder, packed, 0, n - 2))
+    pieces = builder.load(cgutils.gep_inbounds(builder, packed, 0, n - 1))
     with cgutils.for_range(builder, builder.load(dims)) as loop:
         blk = builder.bitcast(builder.gep(base, [builder.mul(loop.index, step)]),
                               ir.PointerType(_BLOCK))
-        lo = builder.load(cgutils.gep_inbounds(builder, blk, 0, 0))
-        hi = builder.load(cgutils.gep_inbounds(builder, blk, 0, 1))
+        res_p = cgutils.gep_inbounds(builder, blk, 0, 2)
+        code_p = cgutils.gep_inbounds(builder, blk, 0, 3)
+        exc_p = cgutils.gep_inbounds(builder, blk, 0, 4)
+        builder.store(i64(0), res_p)
+        builder.store(ir.Constant(ir.IntType(32), 0), code_p)
+        builder.store(ir.Constant(exc_p.type.pointee, None), exc_p)
+        take = builder.append_basic_block("take")
+        run = builder.append_basic_block("run")
+        done = builder.append_basic_block("done")
+        builder.branch(take)
+        builder.position_at_end(take)
+        c = builder.atomic_rmw("add", counter, i64(1), "monotonic")
+        builder.cbranch(builder.icmp_signed("<", c, pieces), run, done)
+        builder.position_at_end(run)
+        lo = builder.sdiv(builder.mul(c, outer), pieces)
+        hi = builder.sdiv(builder.mul(builder.add(c, i64(1)), outer), pieces)
         code, exc, res = _call(context, builder, fields[0], argtys, fields[1:] + [lo, hi])
-        builder.store(res, cgutils.gep_inbounds(builder, blk, 0, 2))
-        builder.store(code, cgutils.gep_inbounds(builder, blk, 0, 3))
-        builder.store(exc, cgutils.gep_inbounds(builder, blk, 0, 4))
+        builder.store(builder.add(builder.load(res_p), res), res_p)
+        builder.store(code, code_p)
+        builder.store(exc, exc_p)
+        builder.cbranch(builder.icmp_signed("==", code, ir.Constant(code.type, 0)), take, done)
+        builder.position_at_end(done)
     builder.ret_void()
     return fn
 
