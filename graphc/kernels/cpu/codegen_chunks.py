@@ -93,13 +93,16 @@ class ChunkedBody:
     def lines(self):
         return self._redo_lines() if self.redo else self._fast_lines()
 
+    def _scalar_reads(self):
+        """Lines reading each input that is not indexed per element (0-d, or broadcast
+        from one element) once, as `x<k>`."""
+        return [f"x{k} = in{k}[{'()' if self.spec.in_ranks[k] == 0 else '0'}]"
+                for k in range(len(self.g.inputs)) if not self._indexed(k)]
+
     def _fast_lines(self):
         """One flat loop over this call's elements, checking the trig arguments as it goes."""
         g = self.g
-        out = []
-        for k in range(len(g.inputs)):
-            if not self._indexed(k):
-                out.append(f"x{k} = in{k}[{'()' if self.spec.in_ranks[k] == 0 else '0'}]")
+        out = self._scalar_reads()
         out.append(f"c_lo, c_hi = BOUNDS0((d0 + {CHUNK - 1}) // {CHUNK})  # this call's chunks")
         out.append(f"lo = imin(c_lo * {CHUNK}, d0)")
         out.append(f"n = imax(imin(c_hi * {CHUNK}, d0) - lo, 0)")
@@ -119,10 +122,7 @@ class ChunkedBody:
 
     def _redo_lines(self):
         g = self.g
-        out = []
-        for k in range(len(g.inputs)):
-            if not self._indexed(k):
-                out.append(f"x{k} = in{k}[{'()' if self.spec.in_ranks[k] == 0 else '0'}]")
+        out = self._scalar_reads()
         out.append("slow = 0  # chunks with trig arguments beyond the fast range")
         out.append(f"for c in RANGE0((d0 + {CHUNK - 1}) // {CHUNK}):")
         out.append(f"    lo = c * {CHUNK}")
