@@ -131,7 +131,6 @@ def two_pass_source(spec, columns):
     for j, op in enumerate(b.reductions):
         upto = g.ops.index(op)
         rbs = [f"rb_{m}" for m in range(j)]
-        acc = acc_name(b, op)
         params = ([f"in{k}" for k in range(len(g.inputs))] + rbs + ["part"] +
                   [f"d{a}" for a in range(b.R)] + ["nk", "nr", "nchunks", "chunk"])
         body = ["tid = int64(cuda.threadIdx.x)", "last = cuda.shared.array(1, int64)"]
@@ -147,17 +146,7 @@ def two_pass_source(spec, columns):
                      "    k = task // nchunks",
                      "    c = task - k * nchunks"]
         body += ["    lo = c * chunk", "    hi = min(lo + chunk, nr)"]
-        inner = []
-        decompose("k", b.K, inner, 0)
-        inner += b.loads("outer")
-        _outer(b, upto, inner, 0)
-        inner.append(f"# {op.type} over axes {list(b.A)}: {_where(op)}")
-        inner += _accumulate(b, op, "lo", "hi", not columns, 0)
-        if columns:
-            inner.append(f"part[c * nk + k] = {acc}")
-        else:
-            inner += b.tree(op, b.shared(op)[0], acc, 0)
-            inner += ["if tid == 0:", f"    part[c * nk + k] = {acc}"]
+        inner = _reduce_lines(b, op, upto, "lo", "hi", columns, "part[c * nk + k]")
         body += ["    " + ln for ln in inner]
         body += _last_block(b, op, j, columns)
         params[params.index("part") + 1:params.index("part") + 1] = [f"rb_{j}", "count"]
@@ -206,25 +195,30 @@ def one_block_source(spec, columns):
     body += [] if columns else [b.shared(op)[1] for op in b.reductions]
     body += [f"{ln}  # read once: broadcast along every dim" for ln in b.loads("const")]
     for j, op in enumerate(b.reductions):
-        acc = acc_name(b, op)
         body.append(f"for k in range(tid, nk, {THREADS}):" if columns else
                     "for k in range(nk):")
-        inner = []
-        decompose("k", b.K, inner, 0)
-        inner += b.loads("outer")
-        _outer(b, g.ops.index(op), inner, 0)
-        inner.append(f"# {op.type} over axes {list(b.A)}: {_where(op)}")
-        inner += _accumulate(b, op, "0", "nr", not columns, 0)
-        if columns:
-            inner.append(f"rb_{j}[k] = {acc}")
-        else:
-            inner += b.tree(op, b.shared(op)[0], acc, 0)
-            inner += ["if tid == 0:", f"    rb_{j}[k] = {acc}"]
+        inner = _reduce_lines(b, op, g.ops.index(op), "0", "nr", columns, f"rb_{j}[k]")
         body += ["    " + ln for ln in inner]
         body.append("cuda.syncthreads()  # rb_%d is read by every thread from here" % j)
     params, final = _final_body(b, f"range(tid, n, {THREADS})")
     doc = f"{g.name}: {len(b.reductions)} reduction(s) and the outputs, one block"
     return "\n".join(HEADER + kernel_source("one_block", params, body + final, doc))
+
+
+def _reduce_lines(b, op, upto, lo, hi, columns, target):
+    """Lines reducing `op` over reduced elements [lo, hi) of kept index k into `target`:
+    one thread per k (`columns`), else the block's threads and a shared-memory tree."""
+    acc = acc_name(b, op)
+    inner = []
+    decompose("k", b.K, inner, 0)
+    inner += b.loads("outer")
+    _outer(b, upto, inner, 0)
+    inner.append(f"# {op.type} over axes {list(b.A)}: {_where(op)}")
+    inner += _accumulate(b, op, lo, hi, not columns, 0)
+    if columns:
+        return inner + [f"{target} = {acc}"]
+    inner += b.tree(op, b.shared(op)[0], acc, 0)
+    return inner + ["if tid == 0:", f"    {target} = {acc}"]
 
 
 def one_block_steps(b, nk, nr, columns):
