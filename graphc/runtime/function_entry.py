@@ -64,7 +64,7 @@ def make_entry(fp, cf, name, base):
              + (f" or {args[-1]} is _M:" if args else ":"),
              f"        return F_call(self, {given}*rest, **kwargs)"]
     miss = f"        return F_call(self, {', '.join(args)})"
-    leaves, known, spec = [], [], []      # spec: per argument, what the native entry checks
+    leaves, spec = [], []          # spec: per argument, what the native entry checks
     for i, part in enumerate(parts):
         a = args[i]
         if part[0] is PY:
@@ -92,8 +92,8 @@ def make_entry(fp, cf, name, base):
                   f"{v}.shape != S{len(leaves)}:",
                   miss]
         leaves.append(v)
-        known.append(part)
         spec.append(("leaf", *part))
+    known = [s[1:] for s in spec if s[0] == "leaf"]       # per leaf, (dtype, shape)
     body, names = cf._entry_body(leaves, known)
     ns.update(names)
     native = native_layout() is not None

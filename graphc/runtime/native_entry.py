@@ -67,7 +67,7 @@ def install(cls, py_call, args, body, busy, tensor_type):
         if "_native_claimed" in cls.__dict__:   # while calls in other threads run its code
             return False
         cls._native_claimed = True
-    keep = [py_call, busy, tensor_type, body] + [a[1:] for a in args]
+    keep = []        # EntryIR.obj puts there every object the code reads by address
     name = f"graphc_entry_{next(_names)}"
     try:
         module = EntryIR(lay, keep).module(name, py_call, args, body, busy, tensor_type)
@@ -157,7 +157,11 @@ def _locked(fn, *args):
         fn(*args)
 
 
+# a prototype of our own: setting argtypes on ctypes.pythonapi's shared one would change it
+# for every other user in the process
+_PyDescr_NewMethod = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object, ctypes.c_void_p)(
+    ("PyDescr_NewMethod", ctypes.pythonapi))
+
+
 def _new_method(cls, mdef):
-    f = ctypes.pythonapi.PyDescr_NewMethod
-    f.restype, f.argtypes = ctypes.py_object, [ctypes.py_object, ctypes.c_void_p]
-    return f(cls, ctypes.addressof(mdef))
+    return _PyDescr_NewMethod(cls, ctypes.addressof(mdef))

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.usefixtures("kernel_env")  # tests/kernels/conftest.py:
 @pytest.fixture(autouse=True)
 def python_entries(monkeypatch):
     """The spies sit in the Python entry: no native entry takes the calls here
-    (tests/runtime/test_native_entry.py tests those)."""
+    (tests/kernels/test_native_entry.py tests those)."""
     monkeypatch.setenv("GRAPHC_NATIVE_ENTRY", "0")
 
 

@@ -99,6 +99,12 @@ class ChunkedBody:
         return [f"x{k} = in{k}[{'()' if self.spec.in_ranks[k] == 0 else '0'}]"
                 for k in range(len(self.g.inputs)) if not self._indexed(k)]
 
+    def _views(self):
+        """(indexed inputs, lines viewing them and the outputs over elements [lo, lo + n))."""
+        indexed = [k for k in range(len(self.g.inputs)) if self._indexed(k)]
+        return indexed, ([f"a{k} = in{k}[lo:lo + n]" for k in indexed] +
+                         [f"o{k} = out{k}[lo:lo + n]" for k in range(len(self.g.outputs))])
+
     def _fast_lines(self):
         """One flat loop over this call's elements, checking the trig arguments as it goes."""
         g = self.g
@@ -106,9 +112,8 @@ class ChunkedBody:
         out.append(f"c_lo, c_hi = BOUNDS0((d0 + {CHUNK - 1}) // {CHUNK})  # this call's chunks")
         out.append(f"lo = imin(c_lo * {CHUNK}, d0)")
         out.append(f"n = imax(imin(c_hi * {CHUNK}, d0) - lo, 0)")
-        indexed = [k for k in range(len(g.inputs)) if self._indexed(k)]
-        out += [f"a{k} = in{k}[lo:lo + n]" for k in indexed]
-        out += [f"o{k} = out{k}[lo:lo + n]" for k in range(len(g.outputs))]
+        indexed, views = self._views()
+        out += views
         out.append("miss = False  # a trig argument beyond the fast range (a bool: an OR "
                    "costs nothing in the loop, an int64 count did)")
         checks = [f"miss |= fast_trig_miss({self.names[id(op.inputs[0])]}) != 0"
@@ -127,9 +132,8 @@ class ChunkedBody:
         out.append(f"for c in RANGE0((d0 + {CHUNK - 1}) // {CHUNK}):")
         out.append(f"    lo = c * {CHUNK}")
         out.append(f"    n = imin({CHUNK}, d0 - lo)")
-        indexed = [k for k in range(len(g.inputs)) if self._indexed(k)]
-        out += [f"    a{k} = in{k}[lo:lo + n]" for k in indexed]
-        out += [f"    o{k} = out{k}[lo:lo + n]" for k in range(len(g.outputs))]
+        indexed, views = self._views()
+        out += ["    " + ln for ln in views]
         scan = self._scan_ops()
         used = {id(v) for op in scan for v in op.inputs}
         used |= {id(v) for op in g.ops if op.type in TRIG for v in op.inputs}

@@ -20,20 +20,25 @@ import numpy as np
 from ..stats import COUNTS
 
 
-def scalar_wrap(dtype, expr, name, ns):
-    """An expression making the numpy scalar of `dtype` from the Python scalar `expr` that a
-    kernel returned; binds what it needs in `ns` under names starting with `name`.
-    A numeric `one * v` is numpy's cheapest way there (0.04 us, against 0.15 us for
-    `np.float32(v)`) and exact: v holds a value of the dtype, x * 1 keeps -0.0, inf and NaN."""
+def scalar_wrapping(dtype):
+    """How a kernel's Python scalar result becomes the numpy scalar of `dtype`:
+    ("mul", one) -- `one * v`, numpy's cheapest way there (0.04 us, against 0.15 us for
+    `np.float32(v)`) and exact: v holds a value of the dtype, x * 1 keeps -0.0, inf and
+    NaN --, ("bool", (False_, True_)) indexed by v, or ("call", dtype.type)."""
     dtype = np.dtype(dtype)
     if dtype.kind in "iuf":
-        ns[name] = dtype.type(1)
-        return f"{name} * {expr}"
+        return "mul", dtype.type(1)
     if dtype.kind == "b":
-        ns[name] = (np.False_, np.True_)
-        return f"{name}[{expr}]"
-    ns[name] = dtype.type
-    return f"{name}({expr})"
+        return "bool", (np.False_, np.True_)
+    return "call", dtype.type
+
+
+def scalar_wrap(dtype, expr, name, ns):
+    """An expression making the numpy scalar of `dtype` from the Python scalar `expr` that a
+    kernel returned (scalar_wrapping); binds what it needs in `ns` as `name`."""
+    kind, ns[name] = scalar_wrapping(dtype)
+    return {"mul": f"{name} * {expr}", "bool": f"{name}[{expr}]",
+            "call": f"{name}({expr})"}[kind]
 
 
 class LoopTail:
@@ -79,16 +84,9 @@ class LoopTail:
         ep, params = direct
         j = self.outs[0]
         index = None if len(runner.returned) == 1 else runner.returned.index(j)
-        if not runner.scalar_out[j]:
-            wrap = ("array",)
-        else:
-            dtype = np.dtype(runner.out_types[j])
-            if dtype.kind in "iuf":
-                wrap = ("mul", dtype.type(1))
-            elif dtype.kind == "b":
-                wrap = ("bool", (np.False_, np.True_))
-            else:
-                return None
+        wrap = scalar_wrapping(runner.out_types[j]) if runner.scalar_out[j] else ("array",)
+        if wrap[0] == "call":
+            return None
         failed = runner.mark_failed
 
         def on_error(e, *leaves):        # the except clauses of code()'s lines
