@@ -49,12 +49,12 @@ class _Layout(Layout):
 
     def __init__(self):
         super().__init__()
-        self.ready = {}     # contiguous? -> (kernel, parallel?, decision) once decided
-        self.calls = {}     # contiguous? -> the steady-state call for that decision
+        self.ready = {}     # how_called -> (kernel, parallel?, decision) once decided
+        self.calls = {}     # how_called -> the steady-state call for that decision
         self.numpy_s = 0.0  # time spent in numpy rules while below the size threshold
         self.hot = None     # below the threshold: worth a kernel? (None: not asked yet)
-        self.go = None      # once decided (and no flat variant to choose): the whole call
-        self.jobs = {}      # contiguous? -> tiers.Job compiling its kernel in the background
+        self.go = None      # N-d kernel, decided: the whole call of C-contiguous arrays
+        self.jobs = {}      # how_called -> tiers.Job compiling its kernel in the background
         self.tier_numpy = []    # seconds of the numpy-tier calls while the kernel compiled
 
 
@@ -99,6 +99,9 @@ class GroupRunner:
         lay = self.layout(tuple(a.shape for a in arrays))
         if lay.go is not None:
             return lay.go(arrays)
+        return self._dispatch(lay, arrays)
+
+    def _dispatch(self, lay, arrays):
         if lay.spec is None:
             return self.run_numpy(arrays)
         if lay.size < self.min_size and not lay.hot:
@@ -111,41 +114,42 @@ class GroupRunner:
                 lay.numpy_s += time.perf_counter() - t0
                 lay.hot = lay.numpy_s >= COMPILE_AFTER
                 return out
-        flat = lay.flat_spec is not None and all(a.flags.c_contiguous for a in arrays)
-        go = lay.calls.get(flat)
+        how = how_called(lay, arrays)
+        go = lay.calls.get(how)
         if go is None:
-            if flat not in lay.ready and tiers.mode() == "background":
-                tier = groups_tier.compiled(self, lay, flat, arrays)
+            if how not in lay.ready and tiers.mode() == "background":
+                tier = groups_tier.compiled(self, lay, how, arrays)
                 if tier is False:       # the numpy tier, while the kernel compiles
                     t0 = adaptive.clock()
                     out = self.run_numpy(arrays)
                     lay.tier_numpy.append(adaptive.clock() - t0)
                     return out
                 if tier is not True:    # its serial variant, while the prange one compiles
-                    return self._run_kernel(tier, arrays, lay, flat, False)
-            go = self._steady(lay, flat, arrays)
+                    return self._run_kernel(tier, arrays, lay, how, False)
+            go = self._steady(lay, how, arrays)
         return go(arrays)
 
-    def _steady(self, lay, flat, arrays):
-        """The call for these shapes (and contiguity) from now on, until a re-measure."""
-        ready = lay.ready.get(flat)
+    def _steady(self, lay, how, arrays):
+        """The call for these shapes and memory layouts (`how`) from now on, until a
+        re-measure."""
+        ready = lay.ready.get(how)
         if ready is None:
-            ready = self._prepare(lay, flat, arrays)
+            ready = self._prepare(lay, how, arrays)
         kern, par, decision = ready
         if kern is None or decision["choice"] == "numpy":
             go = self.run_numpy
         else:
-            go = self._direct(kern, lay, par) if not flat else partial(
-                self._run_kernel, kern, lay=lay, flat=flat, par=par)
-        watch = self.watches.get((kern.key, _klass(lay))) if kern is not None else None
+            go = self._direct(kern, lay, how, par) if how not in FLAT_WAYS else partial(
+                self._run_kernel, kern, lay=lay, how=how, par=par)
+        watch = self.watches.get((kern.key, _klass(lay, how))) if kern is not None else None
         if watch is not None and watch.decision is decision:
-            go = self._sampled(go, watch, lay, flat)
-        lay.calls[flat] = go
-        if lay.flat_spec is None:
-            lay.go = go        # every later call with these shapes: no more decisions
+            go = self._sampled(go, watch, lay, how)
+        lay.calls[how] = go
+        if how == ND:      # every later call with these shapes: no more decisions, but
+            lay.go = _when_contiguous(go, partial(self._dispatch, lay))   # a strided one
         return go
 
-    def _sampled(self, go, watch, lay, flat):
+    def _sampled(self, go, watch, lay, how):
         """`go`, timed on one call in adaptive.SAMPLE_EVERY (the choice expires, adaptive.py)."""
         every = adaptive.SAMPLE_EVERY
 
@@ -158,35 +162,35 @@ class GroupRunner:
             if watch.expired(adaptive.clock() - t0, cores.free_cores()) and \
                     watch.busy.acquire(blocking=False):
                 try:
-                    self._remeasure(lay, flat, arrays)
+                    self._remeasure(lay, how, arrays)
                 finally:
                     watch.busy.release()
             return out
         return call
 
-    def _remeasure(self, lay, flat, arrays):
+    def _remeasure(self, lay, how, arrays):
         """Measure every variant again on these inputs; later calls use the new choice.
         Background tier: a variant not compiled yet compiles on the compile thread first
         (the old choice runs meanwhile; a later sampled call measures)."""
-        kern, _, old = lay.ready[flat]
-        spec = lay.flat_spec if flat else lay.spec
+        kern, _, old = lay.ready[how]
+        spec = lay.flat_spec if how in FLAT_WAYS else lay.spec
         par_ok = lay.size >= PAR_MIN and len(spec.axes) < spec.rank
         free = cores.free_cores()
         variants = measured_variants(par_ok, free)
         if tiers.mode() == "background":
-            variants = groups_tier.compiled_variants(self, kern, lay, flat, arrays, variants)
+            variants = groups_tier.compiled_variants(self, kern, lay, how, arrays, variants)
             if not variants:
                 return
-        decision = self._decide(kern, _klass(lay), arrays, lay, flat, par_ok, stored=False,
+        decision = self._decide(kern, _klass(lay, how), arrays, lay, how, par_ok, stored=False,
                                 free=free, variants=variants)
-        lay.ready[flat] = (kern, decision.get("variant") == "parallel", decision)
-        lay.calls.pop(flat, None)
+        lay.ready[how] = (kern, decision.get("variant") == "parallel", decision)
+        lay.calls.pop(how, None)
         lay.go = None
 
-    def _direct(self, kern, lay, par):
+    def _direct(self, kern, lay, how, par):
         """The steady-state call for one layout: allocate outputs, run the kernel."""
-        if kern.fast is not None:
-            return partial(self._run_kernel, kern, lay=lay, flat=False, par=par)
+        if kern.fast is not None or how != ND:
+            return partial(self._run_kernel, kern, lay=lay, how=how, par=par)
         outs = [(s, v.type.dtype.np) for s, v in zip(lay.out_shapes, self.group.outputs)]
         if par:
             fn, dims = parallel_or_serial(kern.parallel_call, kern.serial_call), lay.domain
@@ -201,45 +205,57 @@ class GroupRunner:
             return res
         return go
 
-    def _prepare(self, lay, flat, arrays):
+    def _prepare(self, lay, how, arrays):
         """Kernel, prange or not, and the kernel-vs-numpy decision for one layout."""
-        spec = lay.flat_spec if flat else lay.spec
+        spec = lay.flat_spec if how in FLAT_WAYS else lay.spec
         kern = get_kernel(spec, self.group.name)
         if kern.error:
             self._note(kern.error)
-            lay.ready[flat] = ready = (None, False, {"choice": "numpy"})
+            lay.ready[how] = ready = (None, False, {"choice": "numpy"})
             return ready
         self.used[kern.key] = kern
         par_ok = lay.size >= PAR_MIN and len(spec.axes) < spec.rank
-        klass = _klass(lay)
+        klass = _klass(lay, how)
         decision = self.decisions.get((kern.key, klass))
         if decision is None:
-            decision = self._decide(kern, klass, arrays, lay, flat, par_ok)
-        lay.ready[flat] = ready = (kern, decision.get("variant") == "parallel", decision)
+            decision = self._decide(kern, klass, arrays, lay, how, par_ok)
+        lay.ready[how] = ready = (kern, decision.get("variant") == "parallel", decision)
         return ready
 
     def _note(self, reason):
         if reason not in self.fallbacks:
             self.fallbacks.append(reason)
 
-    def _run_kernel(self, kern, arrays, lay, flat, par):
-        """One call of `kern` (flat: on 1-d views of contiguous inputs)."""
+    def _run_kernel(self, kern, arrays, lay, how, par):
+        """One call of `kern` the way `how` says (how_called)."""
         g = self.group
-        if flat:
-            ins = [a.reshape(-1) if a.ndim else a for a in arrays]
+        if how in COPIED:
+            arrays = self._contiguous(arrays)
+        if how in FLAT_WAYS:
+            order = "F" if how == FLAT_F else "C"
+            ins = [a.reshape(-1, order=order) if a.ndim else a for a in arrays]   # views
             outs = self.outputs.take([((lay.size,), v.type.dtype.np) for v in g.outputs])
-            dims = (lay.size,)
-        else:
-            ins = arrays
-            outs = self.outputs.take([(s, v.type.dtype.np)
-                                      for s, v in zip(lay.out_shapes, g.outputs)])
-            dims = lay.domain
-        kern.run(par, (*ins, *outs, *dims))
-        if flat:
-            return [o.reshape(s) for o, s in zip(outs, lay.out_shapes)]
+            kern.run(par, (*ins, *outs, lay.size))
+            return [o.reshape(s, order=order) for o, s in zip(outs, lay.out_shapes)]
+        outs = self.outputs.take([(s, v.type.dtype.np)
+                                  for s, v in zip(lay.out_shapes, g.outputs)])
+        kern.run(par, (*arrays, *outs, *lay.domain))
         return outs
 
-    def _decide(self, kern, klass, arrays, lay, flat, par_ok, stored=True, free=None,
+    def _contiguous(self, arrays):
+        """C-contiguous copies of the arrays that are not: a strided read keeps the
+        kernel's loop scalar (the trig chain on a sliced array: ~20x slower per element
+        than on a copy), and the kernel needs no overload per memory layout."""
+        out = []
+        for a in arrays:
+            if not a.flags.c_contiguous:
+                (buf,) = self.outputs.take([(a.shape, a.dtype)])
+                np.copyto(buf, a)
+                a = buf
+            out.append(a)
+        return out
+
+    def _decide(self, kern, klass, arrays, lay, how, par_ok, stored=True, free=None,
                 variants=None):
         """Time the kernel (one thread, and prange when big enough and cores are free)
         against the numpy rules on these very inputs and keep the fastest; persisted beside
@@ -254,7 +270,7 @@ class GroupRunner:
         variants = variants or measured_variants(par_ok, free, mode)
         times, first = {}, None
         for variant in variants:
-            run = partial(self._run_kernel, kern, arrays, lay, flat, variant == "parallel")
+            run = partial(self._run_kernel, kern, arrays, lay, how, variant == "parallel")
             try:
                 t0 = adaptive.clock()
                 run()                                           # compiles or loads
@@ -312,6 +328,40 @@ def measured_variants(par_ok, free, mode=None):
     return variants if free > 1 else ["serial"]
 
 
-def _klass(lay):
-    """The shape class a choice is recorded under."""
-    return "x".join(map(str, lay.domain))
+def _klass(lay, how):
+    """The shape class a choice is recorded under (a call that copies its inputs first
+    costs more than one that does not: its own class)."""
+    shape = "x".join(map(str, lay.domain))
+    return shape + "/copied" if how in COPIED else shape
+
+
+# How a call's arrays reach the kernel: a flat group (every input the whole domain or a
+# scalar) runs its one-axis kernel over the arrays' memory when they are all C- or all
+# F-contiguous (the outputs then take the inputs' order, as numpy's ufuncs give them), and
+# on C-contiguous copies of those that are not otherwise; any other group on its N-d kernel,
+# with copies of the inputs that are not C-contiguous.
+FLAT, FLAT_F, FLAT_COPY, ND, ND_COPY = "flat", "flat-F", "flat-copied", "nd", "nd-copied"
+FLAT_WAYS = frozenset((FLAT, FLAT_F, FLAT_COPY))
+COPIED = frozenset((FLAT_COPY, ND_COPY))
+
+
+def how_called(lay, arrays):
+    flat = lay.flat_spec is not None
+    for a in arrays:
+        if not a.flags.c_contiguous:
+            break
+    else:
+        return FLAT if flat else ND
+    if flat and all(a.flags.f_contiguous for a in arrays):
+        return FLAT_F
+    return FLAT_COPY if flat else ND_COPY
+
+
+def _when_contiguous(go, other):
+    """`go` for calls whose arrays are all C-contiguous, `other` for the rest."""
+    def call(arrays):
+        for a in arrays:
+            if not a.flags.c_contiguous:
+                return other(arrays)
+        return go(arrays)
+    return call
