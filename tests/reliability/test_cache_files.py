@@ -155,7 +155,9 @@ def test_damaged_choices_are_dropped_and_measured_again(fresh, monkeypatch, dama
     fresh.new_process()
     (warning,) = run(fresh)
     assert str(_choices_file(fresh)) in warning
-    assert run(fresh) == []                          # the next call finds it repaired
+    # the next call finds it repaired; the measured choice may be the numpy rules (a loaded
+    # machine timed the 7-element kernel slower), and then no kernel runs on that call
+    assert run(fresh, expect_kernel=False) == []
     assert cache.get_choice(key, cls)["choice"] in ("kernel", "numpy")
     entry = _sealed_choices(fresh)[key][cls]
     assert entry["kernel_s"] > 0 and entry["numpy_s"] > 0       # measured again, not read
