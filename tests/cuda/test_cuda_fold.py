@@ -9,7 +9,7 @@ import graphc as gc
 from graphc.bench.workloads import make_mlp_step
 from graphc.errors import InvalidArgumentError
 from graphc.kernels.cuda import folding
-from cuda_helpers import CudaRuns, agree
+from cuda_helpers import CudaRuns, agree, mlp_step
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")    # numpy's, edge values
 
@@ -72,26 +72,14 @@ def test_mlp_step_launches_drop_and_results_agree(name, monkeypatch):
 def test_agreement_mlp_step_launches(monkeypatch):
     """test_cuda_agreement's step (w1, b1, w2; momentum): 14 launches, 21 unfolded."""
     rng = np.random.default_rng(0)
-    w1 = gc.Variable(rng.standard_normal((4, 8)).astype(np.float32) * 0.5)
-    b1 = gc.Variable(np.zeros(8, np.float32))
-    w2 = gc.Variable(rng.standard_normal((8, 3)).astype(np.float32) * 0.5)
-    opt = gc.optimizers.SGD(0.1, momentum=0.9)
-
-    def step(x, y):
-        with gc.GradientTape() as tape:
-            h = gc.nn.relu(gc.matmul(x, w1) + b1)
-            loss = gc.reduce_mean(gc.nn.sparse_softmax_cross_entropy_with_logits(
-                y, gc.matmul(h, w2)))
-        opt.apply_gradients(zip(tape.gradient(loss, [w1, b1, w2]), [w1, b1, w2]))
-        return loss
     x = cuda.to_device(rng.standard_normal((6, 4)).astype(np.float32))
     y = cuda.to_device(rng.integers(0, 3, 6).astype(np.int32))
     for want in (14, 21):
-        f = gc.function(step, backend="cuda")
-        f(x, y)
+        step, _ = mlp_step("cuda")
+        step(x, y)
         runs = CudaRuns()
         with runs.count():
-            f(x, y)
+            step(x, y)
         assert (runs.launches, runs.d2h) == (want, 0)
         monkeypatch.setattr(folding, "fold", lambda graph, steps: steps)     # as before
 

@@ -43,9 +43,9 @@ def fold(graph, steps):
                 break
             run.append(op)
         if run and not _constant_only(g) and not any(map(raises_on_integers, g.ops)):
-            at = set(range(k + 1, k + 1 + len(run)))
-            out.append(("update", Fold(g, run, lambda v: any(
-                s not in at for s in users.get(id(v), ())))))
+            at = range(k + 1, k + 1 + len(run))
+            read = {id(v) for v in g.outputs if any(s not in at for s in users.get(id(v), ()))}
+            out.append(("update", Fold(g, run, read)))
             k += 1 + len(run)
         else:
             out.append(steps[k])
@@ -110,7 +110,10 @@ def _epilogue(r, e, users, i, j):
         if id(v) in r.values:
             if len(shape) != len(kept):
                 return None         # a keepdims result: fuse() would have joined them
-        elif shape == () or (shape == kept and all(v is not w for w in r.inputs)):
+        elif any(v is w for w in r.inputs):
+            if shape != ():
+                return None         # r's ops index it aligned to the right
+        elif shape == () or shape == kept:
             extra.append(v)
         else:
             return None
@@ -138,16 +141,16 @@ def _placement(steps, made, users, r, e, i, j):
 # -- updates --------------------------------------------------------------------------------
 
 class Fold:
-    """A group and the variable updates its kernel writes (`ops`, in program order, at
-    step positions `at`)."""
+    """A group and the variable updates its kernel writes (`ops`, in program order);
+    `read`: ids of its outputs that other steps or the graph's outputs read."""
 
-    def __init__(self, group, ops, readers):
+    def __init__(self, group, ops, read):
         from .lowering import GroupKernel
         self.full, self.ops = group, ops
         k = self.group = copy.copy(group)
         k.updates = [(op.inputs[1], UPDATE_KINDS[op.type]) for op in ops]
         mine = {id(v) for v, _ in k.updates}
-        k.outputs = [v for v in group.outputs if id(v) not in mine or readers(v)]
+        k.outputs = [v for v in group.outputs if id(v) not in mine or id(v) in read]
         self.kernel, self._plain = GroupKernel(k), None
 
     def step(self, plan, index):
@@ -200,9 +203,9 @@ class Fold:
         return olds
 
     def _unfolded(self, plan, env, values, variables, outs):
+        from ...runtime.run_errors import located
         from .control import update_variable
         from .lowering import GroupKernel
-        from ...runtime.run_errors import located
         if self._plain is None:
             self._plain = GroupKernel(self.full)
         slot = {id(v): o for v, o in zip(self.group.outputs, outs)}
