@@ -83,6 +83,13 @@ def plan_layout(group, shapes, lay=None):
         s = env[id(op.outputs[0])]
         if op.type in REDUCTIONS:
             continue
+        if axes and len(op.outputs[0].type.shape) < group.rank:
+            # an op on dropped-axes reduction results (cuda's folded groups): the kept axes
+            if tuple(s) == reduced(domain, axes, False):
+                continue
+            lay.reason = (f"{op.type} '{op.name}' has shape {list(s)} at run time, not the "
+                          f"kept axes of the kernel domain {list(domain)}")
+            return lay
         if len(s) != group.rank or any(
                 (a in axes and d not in (1, domain[a])) or (a not in axes and d != domain[a])
                 for a, d in enumerate(s)):
@@ -91,7 +98,8 @@ def plan_layout(group, shapes, lay=None):
             return lay
     for v in group.outputs:
         static = v.type.shape
-        if not is_reduction_output(group, v) and any(static[a] != 1 for a in axes) \
+        if not is_reduction_output(group, v) and len(static) == group.rank and \
+                any(static[a] != 1 for a in axes) \
                 and tuple(env[id(v)]) != tuple(domain):
             lay.reason = (f"output '{v.name}' has shape {list(env[id(v)])} at run time, not "
                           f"the kernel domain {list(domain)}")

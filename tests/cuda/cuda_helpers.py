@@ -55,3 +55,23 @@ def agree(fn, *arrays, kernels=0, tol=TOL):
         else:
             np.testing.assert_array_equal(g, r)
     return runs
+
+
+def mlp_step(backend):
+    """A momentum-SGD step of a 4-8-3 relu MLP (w1, b1, w2): (the function, its variables)."""
+    rng = np.random.default_rng(0)
+    w1 = gc.Variable(rng.standard_normal((4, 8)).astype(np.float32) * 0.5)
+    b1 = gc.Variable(np.zeros(8, np.float32))
+    w2 = gc.Variable(rng.standard_normal((8, 3)).astype(np.float32) * 0.5)
+    opt = gc.optimizers.SGD(0.1, momentum=0.9)
+    params = [w1, b1, w2]
+
+    @gc.function(backend=backend)
+    def step(x, y):
+        with gc.GradientTape() as tape:
+            h = gc.nn.relu(gc.matmul(x, w1) + b1)
+            loss = gc.reduce_mean(gc.nn.sparse_softmax_cross_entropy_with_logits(
+                y, gc.matmul(h, w2)))
+        opt.apply_gradients(zip(tape.gradient(loss, params), params))
+        return loss
+    return step, params

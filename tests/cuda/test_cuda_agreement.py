@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import graphc as gc
-from cuda_helpers import CudaRuns, agree
+from cuda_helpers import CudaRuns, agree, mlp_step
 
 KERNELS = 1     # every test below has fused groups: their CUDA kernels must run
 
@@ -119,32 +119,13 @@ def test_gradients_inside_a_cuda_function():
     agree(g, x, kernels=KERNELS)
 
 
-def _mlp_step(backend):
-    rng = np.random.default_rng(0)
-    w1 = gc.Variable(rng.standard_normal((4, 8)).astype(np.float32) * 0.5)
-    b1 = gc.Variable(np.zeros(8, np.float32))
-    w2 = gc.Variable(rng.standard_normal((8, 3)).astype(np.float32) * 0.5)
-    opt = gc.optimizers.SGD(0.1, momentum=0.9)
-    params = [w1, b1, w2]
-
-    @gc.function(backend=backend)
-    def step(x, y):
-        with gc.GradientTape() as tape:
-            h = gc.nn.relu(gc.matmul(x, w1) + b1)
-            loss = gc.reduce_mean(gc.nn.sparse_softmax_cross_entropy_with_logits(
-                y, gc.matmul(h, w2)))
-        opt.apply_gradients(zip(tape.gradient(loss, params), params))
-        return loss
-    return step, params
-
-
 def test_mlp_train_step_agrees_with_numpy():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((6, 4)).astype(np.float32)
     y = rng.integers(0, 3, 6).astype(np.int32)
     results = {}
     for backend in ("numpy", "cuda"):
-        step, params = _mlp_step(backend)
+        step, params = mlp_step(backend)
         runs = CudaRuns()
         with runs.count():
             losses = [float(step(x, y)) for _ in range(3)]

@@ -63,3 +63,22 @@ KINDS = ("sum", "prod", "max", "min", "all", "any")
 def multiply_add(x, y, z):
     """x * y + z: NVVM would contract it into an fma (inf vs finite when x * y overflows)."""
     return x * y + z - gc.square(y) * x
+
+
+def folded(dtype):
+    """A step with gc.Variables of `dtype` whose kernels folding.py folds: a weight update
+    (elementwise + assign_sub), a bias-like update (column sum, scale, assign_add), a row
+    max with a kept-axes input into an assign, and a full mean (sum and divide) or sum."""
+    import numpy as np
+    w = gc.Variable(np.zeros((8, 16), dtype.np))
+    b = gc.Variable(np.zeros(16, dtype.np))
+    s = gc.Variable(np.zeros(8, dtype.np))
+
+    def step(x, g, k):
+        w.assign_sub(g * 3)
+        b.assign_add(gc.reduce_sum(x, axis=0) * 2)
+        s.assign(gc.reduce_max(x, axis=1) * k - 1)
+        return gc.reduce_mean(x * 2) if dtype.is_floating else gc.reduce_sum(x) * 2
+    step.__name__ = f"folded_{dtype.name}"
+    return step, [gc.TensorSpec([8, 16], dtype), gc.TensorSpec([8, 16], dtype),
+                  gc.TensorSpec([8], dtype)]

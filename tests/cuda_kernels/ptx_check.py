@@ -21,7 +21,8 @@ from numba import types as nt  # noqa: E402
 
 import cuda_kernel_cases as cases  # noqa: E402
 import graphc as gc  # noqa: E402
-from graphc.kernels.cuda import gemm, lowering  # noqa: E402
+from graphc.kernels.cuda import folding, gemm, lowering  # noqa: E402
+from graphc.kernels.fusion import fuse  # noqa: E402
 from cuda_kernel_helpers import groups, trace  # noqa: E402
 
 CC = (9, 0)
@@ -124,6 +125,23 @@ for name, fn, specs in (
     compile_graph(name, g, "row")
     compile_graph(name + "_long_rows", g, "two_pass",
                   resize={(8, 16): (1, 1 << 20), (16,): (1 << 20,)})
+
+# folded kernels (folding.py): epilogues after reductions and variable updates, in every
+# form; a folded float update keeps its product a separate instruction (no fma)
+for dt in cases.FLOATS + cases.INTS:
+    fn, specs = cases.folded(dt)
+    g = trace(fn, *specs)
+    for n, (kind, item) in enumerate(folding.fold(g, fuse(g))):
+        grp = item.group if kind == "update" else item
+        if kind == "op":
+            continue
+        plan, ns = compile_plan(f"{fn.__name__}/{n}", grp, static(grp)) or (None, None)
+        if kind == "update" and plan is not None and plan.kind == "elementwise" and \
+                dt in cases.FLOATS:
+            ptx, _ = cuda.compile_ptx(ns["elementwise"].py_func,
+                                      plan.arg_types(grp, ns["elementwise"]), cc=CC)
+            report.setdefault("fold_fma", {})[dt.name] = sorted(set(re.findall(
+                r"\b(fma\.\w+|mul\.rn)\.f(?:32|64)", ptx)))
 
 for dt in ("float32", "float64", "int32", "int64"):
     for ta in (False, True):

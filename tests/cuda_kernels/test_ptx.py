@@ -56,3 +56,19 @@ def test_float_division_is_ieee_rounded(report, dtype, bits):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_products_are_not_contracted_into_fma(report, dtype):
     assert report["fma"][dtype] == ["mul.rn"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_folded_kernels_compile_to_ptx(report, dtype):
+    """folding.py's kernels: an update in an elementwise kernel, an epilogue and an update
+    in a column reduction (one block, and partials + final), in a row kernel with a
+    kept-axes input, and a full mean's divide."""
+    got = {k.split("/", 1)[1].split(":", 1)[1] for k in report["kernels"]
+           if k.startswith(f"folded_{dtype}/")}
+    assert {"elementwise:elementwise", "two_pass:one_block", "two_pass:final",
+            "two_pass:partials_0", "row:row"} <= got, got
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_folded_update_keeps_the_product_separate(report, dtype):
+    assert report["fold_fma"][dtype] == ["mul.rn"]

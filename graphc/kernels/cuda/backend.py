@@ -24,7 +24,7 @@ from ...runtime.registry import REGISTRY
 from ...runtime.run_errors import located
 from ..fusion import fuse
 from ..planning import optimized
-from . import availability
+from . import availability, folding
 from .env import Env
 from .memory import CallMemory, Pool, limit
 from .records import STATS, Record, cpu_loop_why, describe, kernel_text  # noqa: F401 - describe
@@ -60,7 +60,11 @@ class Plan:
         self.n_in = len(index)
         self.consts, self.const_dev = {}, {}
         self._const_lock = threading.Lock()
-        for kind, item in fuse(self.graph):
+        for kind, item in folding.fold(self.graph, fuse(self.graph)):
+            if kind == "update":    # a group and the variable updates its kernel writes
+                fn, ins, outs, rec = item.step(self, index)
+                self._add(fn, "mixed", ins, outs, item.group.ops[-1], rec)
+                continue
             ops = item.ops if kind == "group" else [item]
             kernel = None
             if kind == "group" and not _is_constant_only(ops):

@@ -8,13 +8,18 @@ counters: `t` over the domain, `k` over the kept axes, `r` over the reduced ones
 decomposed into i0.. by the dims d0.. passed as arguments (C order). Every statement
 casts to the op's dtype (`expr.statement`) and is commented with the op and the user's
 file:line; inputs of rank 0 arrive as 1-element vectors (`in3[0]`).
+
+Groups folded by `folding` may also hold ops on dropped-axes reduction results (values of
+the kept axes only: `i{K}`), read inputs of that shape (`group.kept_inputs`), and write
+variable updates (`group.updates`): a value stored as `new_j = old_j (op) value`, or
+`old_j` while a device check's failure is unseen (`guard`, checks.py).
 """
 import contextlib
 import linecache
 import threading
 
 from .. import cache
-from ..expr import np_name, statement, where
+from ..expr import int_op, np_name, statement, where
 from ..fusion import REDUCTIONS
 from .scalar import SIMULATOR
 
@@ -136,17 +141,25 @@ class Body:
             full = op.type not in REDUCTIONS and "full" in lv
             self.level[id(op.outputs[0])] = "full" if full else "outer"
         self.reductions = [op for op in g.ops if op.type in REDUCTIONS]
+        self.updates = getattr(g, "updates", ())       # (value, "add"|"subtract"|"assign")
+
+    def _axes_of(self, k):
+        """Domain axes of input k's dims: the kept axes for a kept input, else numpy's
+        alignment to the right."""
+        if id(self.g.inputs[k]) in getattr(self.g, "kept_inputs", ()):
+            return self.K
+        r = self.spec.in_ranks[k]
+        return tuple(range(self.R - r, self.R))
 
     def _input_axes(self, k):
-        r = self.spec.in_ranks[k]
-        return [self.R - r + j for j, f in enumerate(self.spec.flags[k]) if not f]
+        return [a for a, f in zip(self._axes_of(k), self.spec.flags[k]) if not f]
 
     # -- loads and statements ---------------------------------------------------------------
     def load(self, k):
         r = self.spec.in_ranks[k]
         if r == 0:
             return f"in{k}[0]"
-        idx = ["0" if f else f"i{self.R - r + j}" for j, f in enumerate(self.spec.flags[k])]
+        idx = ["0" if f else f"i{a}" for a, f in zip(self._axes_of(k), self.spec.flags[k])]
         return f"in{k}[{', '.join(idx)}]"
 
     def ref(self, v):
@@ -186,27 +199,55 @@ class Body:
     # -- outputs ----------------------------------------------------------------------------
     def is_full_output(self, v):
         op = self.producer[id(v)]
-        if op.type in REDUCTIONS:
+        if op.type in REDUCTIONS or len(v.type.shape) != self.R:
             return False
         return any(v.type.shape[a] != 1 for a in self.A) or self.level[id(v)] == "full"
 
+    def sinks(self):
+        """Values the kernel writes: outputs, then update values not among them."""
+        vs = [v for v in self.g.outputs if id(v) in self.producer]
+        return vs + [v for v, _ in self.updates if all(v is not w for w in vs)]
+
     def full_outputs(self):
-        return [v for v in self.g.outputs if id(v) in self.producer and self.is_full_output(v)]
+        return [v for v in self.sinks() if self.is_full_output(v)]
 
     def outer_outputs(self):
-        return [v for v in self.g.outputs if id(v) in self.producer and
-                not self.is_full_output(v)]
+        return [v for v in self.sinks() if not self.is_full_output(v)]
 
-    def store(self, v):
-        k = self.out_index[id(v)]
+    def _index(self, v):
         if self.is_full_output(v):
             idx = [f"i{a}" for a in range(self.R)]
-        else:
-            op = self.producer[id(v)]
-            keep = op.type not in REDUCTIONS or op.attrs.get("keepdims")
+        else:       # dropped reduced axes: a value of the kept axes only
+            keep = len(v.type.shape) == self.R
             idx = [("0" if a in self.A else f"i{a}") for a in range(self.R)
                    if keep or a not in self.A]
-        return f"out{k}[{', '.join(idx) if idx else '0'}] = {self.names[id(v)]}"
+        return ", ".join(idx) if idx else "0"
+
+    def stores(self, v):
+        """Lines writing `v`: its output, and each variable update of it (old value while
+        `keep`: a device check failed)."""
+        idx, name = self._index(v), self.names[id(v)]
+        k = self.out_index.get(id(v))
+        lines = [] if k is None else [f"out{k}[{idx}] = {name}"]
+        for j, (u, kind) in enumerate(self.updates):
+            if u is v:
+                t = np_name(v.type.dtype)
+                new = name if kind == "assign" else (
+                    int_op(kind, f"old{j}[{idx}]", name, t) if v.type.dtype.is_integer
+                    else f"old{j}[{idx}] {'+' if kind == 'add' else '-'} {name}")
+                lines.append(f"new{j}[{idx}] = old{j}[{idx}] if keep else {t}({new})"
+                             f"  # {kind} into a variable")
+        return lines
+
+    def update_params(self):
+        """Kernel parameters after the outputs: each update's old and new value, the
+        guard."""
+        ps = [p for j in range(len(self.updates)) for p in (f"old{j}", f"new{j}")]
+        return ps + ["guard"] if ps else []
+
+    def prologue(self):
+        return ["keep = guard[0] != 0  # a device check failed: variables keep their values"
+                ] if self.updates else []
 
     # -- reductions -------------------------------------------------------------------------
     def acc_type(self, op):

@@ -136,31 +136,34 @@ def _read_step(plan, op, rec, env, ins, outs):
 
 
 def _assign_step(plan, op, rec, env, ins, outs):
-    var = env.host(ins[0])
-    value = env.device(ins[1])
-    _check_shape("assign", var, value)
-    _b.STATS.add("device_ops")
-    from . import checks, updates
-    if checks.pending() and updates.runs_on_device(var.dtype.np) and value.is_c_contiguous():
-        # a check may have failed unseen: the kernel keeps the old value if so
-        new = updates.combine(plan.dev.variable_on_device(var), value, "assign")
-    else:   # a copy: the value may be a caller's array that it changes later
-        new = plan.dev.device_copy(value)
-    plan.dev.set_variable(var, new)
+    update_variable(plan, op, env.host(ins[0]), env.device(ins[1]))
 
 
 def _update_step(plan, op, rec, env, ins, outs):
     from . import updates
     var = env.host(ins[0])
-    name = "add" if op.type == "assign_add_variable" else "subtract"
     if not updates.runs_on_device(var.dtype.np):
         rec.why = f"{var.dtype.name} variables update on the host (numpy's rules)"
         return plan._fallback(env, REGISTRY[op.type].numpy, ins, outs, op)
-    value = env.device(ins[1])
+    update_variable(plan, op, var, env.device(ins[1]))
+
+
+def update_variable(plan, op, var, value):
+    """`op` (assign, assign_add or assign_sub; for the latter two a dtype updates.py runs)
+    of device array `value` into `var`'s device copy."""
+    from . import checks, updates
     _check_shape(op.type.replace("_variable", ""), var, value)
-    current = plan.dev.variable_on_device(var)
     _b.STATS.add("device_ops")
-    plan.dev.set_variable(var, updates.combine(current, value, name))
+    if op.type != "assign_variable":
+        name = "add" if op.type == "assign_add_variable" else "subtract"
+        new = updates.combine(plan.dev.variable_on_device(var), value, name)
+    elif checks.pending() and updates.runs_on_device(var.dtype.np) and \
+            value.is_c_contiguous():
+        # a check may have failed unseen: the kernel keeps the old value if so
+        new = updates.combine(plan.dev.variable_on_device(var), value, "assign")
+    else:   # a copy: the value may be a caller's array that it changes later
+        new = plan.dev.device_copy(value)
+    plan.dev.set_variable(var, new)
 
 
 VARIABLE_STEPS = {"read_variable": _read_step, "assign_variable": _assign_step,

@@ -12,15 +12,16 @@ def source(spec):
     b = Body(spec)
     g = b.g
     params = ([f"in{k}" for k in range(len(g.inputs))] +
-              [f"out{k}" for k in range(len(g.outputs))] +
+              [f"out{k}" for k in range(len(g.outputs))] + b.update_params() +
               [f"d{a}" for a in range(b.R)] + ["n"])
-    body = [f"{ln}  # read once: broadcast along every dim" for ln in b.loads("const")]
+    body = b.prologue()
+    body += [f"{ln}  # read once: broadcast along every dim" for ln in b.loads("const")]
     body += ["for t in range(cuda.grid(1), n, cuda.gridsize(1)):"]
     inner = []
     decompose("t", tuple(range(b.R)), inner, 0)
     inner += [ln for ln in b.loads("outer") + b.loads("full")]
     inner += [b.stmt(op) for op in g.ops]
-    inner += [b.store(v) for v in g.outputs if id(v) in b.producer]
+    inner += [ln for v in b.sinks() for ln in b.stores(v)]
     body += ["    " + ln for ln in inner]
     doc = f"{g.name}: {len(g.ops)} ops over a rank-{b.R} domain, grid-stride"
     return "\n".join(HEADER + kernel_source(KERNEL, params, body, doc))

@@ -32,7 +32,7 @@ import threading
 import numpy as np
 
 from ..fusion import raises_on_integers
-from ..planning import numpy_steps, plan_layout, run_numpy
+from ..planning import numpy_steps, plan_layout, reduced, run_numpy
 from . import codegen, elementwise, launch, reduce
 from .gemm import matmul  # noqa: F401 - part of the contract
 
@@ -88,8 +88,14 @@ class _Plan:
         self.spec = spec
         self.key = codegen.module_key(
             f"{self.kind} columns={self.columns} block={self.threads} "
-            f"one_block={self.one_block}", spec.canonical())
+            f"one_block={self.one_block} {_folded(group)}", spec.canonical())
         self.launchers = {}     # (kernel id, blocks, threads) -> launch.Launcher
+
+    def value_shape(self, v):
+        """The shape over which the kernel writes group value `v` (a sink)."""
+        if not self.spec.axes or self.body.is_full_output(v):
+            return tuple(self.domain)
+        return reduced(self.domain, self.spec.axes, len(v.type.shape) == len(self.domain))
 
     @property
     def launches(self):
@@ -152,8 +158,11 @@ class _Plan:
                 out.append(array(group.outputs[k].type.dtype, ndim))
             elif p.startswith("rb_"):
                 out.append(array(red[int(p[3:])].outputs[0].type.dtype, 1))
-            elif p == "count":
+            elif p in ("count", "guard"):
                 out.append(types.Array(types.int64, 1, "C"))
+            elif p.startswith(("old", "new")):
+                v = group.updates[int(p[3:])][0]
+                out.append(array(v.type.dtype, 1 if self.flat else len(v.type.shape)))
             elif p == "part":
                 out.append(array(red[int(name.rsplit("_", 1)[1])].outputs[0].type.dtype, 1))
             else:
@@ -175,32 +184,40 @@ class GroupKernel:
         self.last = None
         self._numpy = None
 
-    def __call__(self, *inputs, alloc=None):
+    def plan(self, inputs):
+        """The plan for these device arrays (made on first use)."""
+        key = (tuple(tuple(a.shape) for a in inputs), all(a.is_c_contiguous() for a in inputs))
+        plan = self.plans.get(key)
+        if plan is None:
+            plan = self.plans[key] = _Plan(self.group, *key)
+        return plan
+
+    def __call__(self, *inputs, alloc=None, olds=()):
+        """`olds`: with `group.updates` (folding.py), each update's variable value (device,
+        C-contiguous, of the update value's shape); their new values follow the results."""
         if alloc is None:
             alloc = _new
         if len(inputs) == 1 and isinstance(inputs[0], (list, tuple)):
             inputs = tuple(inputs[0])        # kernel([a, b]) as the backend calls it
-        shapes = tuple(tuple(a.shape) for a in inputs)
-        key = (shapes, all(a.is_c_contiguous() for a in inputs))
-        plan = self.plans.get(key)
-        if plan is None:
-            plan = self.plans[key] = _Plan(self.group, *key)
-        self.last = plan
+        plan = self.last = self.plan(inputs)
         if plan.kind is None:
+            assert not olds, "folding.py runs updates unfused where no kernel fits"
             return self.run_numpy(inputs, alloc)
         ns = plan.module()
         results = [alloc(k, s, v.type.dtype.np)
                    for k, (s, v) in enumerate(zip(plan.out_shapes, self.group.outputs))]
+        news = [_new(0, a.shape, a.dtype) for a in olds]    # a variable's: never pooled
+        outs = [*results, *_updates(olds, news)]
         if plan.kind == elementwise.KERNEL:     # flat: every array as 1-d (contiguous)
             dims = (plan.size,) if plan.flat else plan.domain
             _launch(plan, ns["elementwise"], codegen.blocks_for(plan.size),
-                    [*inputs, *results], (*dims, plan.size), flat=plan.flat)
+                    [*inputs, *outs], (*dims, plan.size), flat=plan.flat)
         elif plan.kind == reduce.ROW:
-            _launch(plan, ns["row"], codegen.blocks_for(plan.nk, 1), [*inputs, *results],
+            _launch(plan, ns["row"], codegen.blocks_for(plan.nk, 1), [*inputs, *outs],
                     (*plan.domain, plan.nk, plan.nr), threads=plan.threads)
         else:
-            self._two_pass(plan, ns, inputs, results)
-        return results
+            self._two_pass(plan, ns, inputs, outs)
+        return results + news
 
     def _two_pass(self, plan, ns, ins, outs):
         b, nk, nr = plan.body, plan.nk, plan.nr
@@ -249,6 +266,23 @@ class GroupKernel:
         kind = plan.kind + (" (a thread per column)" if plan.columns else "")
         return (f"{self.group.name}: cuda {kind} kernel over {list(plan.domain)}; "
                 f"launches {launches}\n{plan.source}")
+
+
+def _folded(group):
+    """What folding.py added to a group, for the module key (the canonical text has
+    neither): update kinds and which inputs are indexed by the kept axes."""
+    kept = getattr(group, "kept_inputs", ())
+    at = {id(op.outputs[0]): n for n, op in enumerate(group.ops)}
+    return (f"updates={[(at[id(v)], kind) for v, kind in getattr(group, 'updates', ())]} "
+            f"kept={[k for k, v in enumerate(group.inputs) if id(v) in kept]}")
+
+
+def _updates(olds, news):
+    """The update arrays as the kernels take them: old and new per update, the guard."""
+    if not olds:
+        return []
+    from . import checks
+    return [a for pair in zip(olds, news) for a in pair] + [checks.guard()]
 
 
 def _new(k, shape, dtype):

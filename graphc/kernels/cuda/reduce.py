@@ -31,10 +31,10 @@ def is_row(spec):
     return bool(A) and len(A) < R and A == tuple(range(R - len(A), R))
 
 
-def _params(b, extra_in=(), extra_out=()):
+def _params(b, extra_in=()):
     g = b.g
     return ([f"in{k}" for k in range(len(g.inputs))] + list(extra_in) +
-            [f"out{k}" for k in range(len(g.outputs))] + list(extra_out) +
+            [f"out{k}" for k in range(len(g.outputs))] + b.update_params() +
             [f"d{a}" for a in range(b.R)])
 
 
@@ -82,7 +82,7 @@ def row_source(spec, threads):
     b = Body(spec, threads)
     g = b.g
     params = _params(b) + ["nk", "nr"]
-    body = ["tid = int64(cuda.threadIdx.x)"]
+    body = ["tid = int64(cuda.threadIdx.x)"] + b.prologue()
     body += [b.shared(op)[1] for op in b.reductions]
     body += [f"{ln}  # read once: broadcast along every dim" for ln in b.loads("const")]
     body += ["for k in range(int64(cuda.blockIdx.x), nk, int64(cuda.gridDim.x)):"]
@@ -101,14 +101,14 @@ def row_source(spec, threads):
     outer_outs = b.outer_outputs()
     if outer_outs:
         inner.append("if tid == 0:")
-        inner += ["    " + b.store(v) for v in outer_outs]
+        inner += ["    " + ln for v in outer_outs for ln in b.stores(v)]
     full_outs = b.full_outputs()
     if full_outs:
         inner.append(f"for r in range(tid, nr, {threads}):  # the full-size outputs")
         dec = []
         decompose("r", b.A, dec, 1)
         inner += dec + ["    " + ln for ln in b.full_chain(full_outs)]
-        inner += ["    " + b.store(v) for v in full_outs]
+        inner += ["    " + ln for v in full_outs for ln in b.stores(v)]
     body += ["    " + ln for ln in inner]
     doc = (f"{g.name}: {len(b.reductions)} reduction(s) over axes {list(b.A)}, one block "
            f"of {threads} threads per row")
@@ -248,7 +248,8 @@ def _final_body(b, loop):
     rbs = [f"rb_{m}" for m in range(len(b.reductions))]
     params = _params(b, extra_in=rbs) + ["nk", "nr", "n"]
     full_outs, outer_outs = b.full_outputs(), b.outer_outputs()
-    body = [f"{ln}  # read once: broadcast along every dim" for ln in b.loads("const")]
+    body = b.prologue()
+    body += [f"{ln}  # read once: broadcast along every dim" for ln in b.loads("const")]
     body += [f"for t in {loop}:"]
     if full_outs:
         inner = ["k = t // nr", "r = t - k * nr"]
@@ -260,10 +261,10 @@ def _final_body(b, loop):
     _outer(b, len(g.ops), inner, 0)
     if outer_outs:
         inner.append("if r == 0:")
-        inner += ["    " + b.store(v) for v in outer_outs]
+        inner += ["    " + ln for v in outer_outs for ln in b.stores(v)]
     if full_outs:
         inner += b.full_chain(full_outs)
-        inner += [b.store(v) for v in full_outs]
+        inner += [ln for v in full_outs for ln in b.stores(v)]
     return params, body + ["    " + ln for ln in inner]
 
 
