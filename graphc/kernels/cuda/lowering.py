@@ -90,6 +90,7 @@ class _Plan:
             f"{self.kind} columns={self.columns} block={self.threads} "
             f"one_block={self.one_block}", spec.canonical())
         self.launchers = {}     # (kernel id, blocks, threads) -> launch.Launcher
+        self._one = None        # one_launch()
 
     @property
     def launches(self):
@@ -165,6 +166,21 @@ class _Plan:
             self.ns = codegen.load(self.key, self.source)
         return self.ns
 
+    def one_launch(self):
+        """(launcher, ints, flat) of an elementwise (flat: every array as 1-d, contiguous)
+        or row kernel's launch on [*inputs, *outputs]; None for the two-pass kinds."""
+        if self._one is not None:
+            return self._one
+        ns = self.module()
+        if self.kind == elementwise.KERNEL:
+            dims = (self.size,) if self.flat else self.domain
+            self._one = (_launcher(self, ns["elementwise"], codegen.blocks_for(self.size)),
+                         (*dims, self.size), self.flat)
+        elif self.kind == reduce.ROW:
+            self._one = (_launcher(self, ns["row"], codegen.blocks_for(self.nk, 1),
+                                   self.threads), (*self.domain, self.nk, self.nr), False)
+        return self._one
+
 
 class GroupKernel:
     """Callable `(list of device arrays) -> list of device arrays` for one fused group."""
@@ -180,8 +196,7 @@ class GroupKernel:
             alloc = _new
         if len(inputs) == 1 and isinstance(inputs[0], (list, tuple)):
             inputs = tuple(inputs[0])        # kernel([a, b]) as the backend calls it
-        shapes = tuple(tuple(a.shape) for a in inputs)
-        key = (shapes, all(a.is_c_contiguous() for a in inputs))
+        key = _key(inputs)
         plan = self.plans.get(key)
         if plan is None:
             plan = self.plans[key] = _Plan(self.group, *key)
@@ -191,16 +206,23 @@ class GroupKernel:
         ns = plan.module()
         results = [alloc(k, s, v.type.dtype.np)
                    for k, (s, v) in enumerate(zip(plan.out_shapes, self.group.outputs))]
-        if plan.kind == elementwise.KERNEL:     # flat: every array as 1-d (contiguous)
-            dims = (plan.size,) if plan.flat else plan.domain
-            _launch(plan, ns["elementwise"], codegen.blocks_for(plan.size),
-                    [*inputs, *results], (*dims, plan.size), flat=plan.flat)
-        elif plan.kind == reduce.ROW:
-            _launch(plan, ns["row"], codegen.blocks_for(plan.nk, 1), [*inputs, *results],
-                    (*plan.domain, plan.nk, plan.nr), threads=plan.threads)
+        one = plan.one_launch()
+        if one is not None:
+            one[0]([*inputs, *results], one[1], one[2])
         else:
             self._two_pass(plan, ns, inputs, results)
         return results
+
+    def one_launch(self, inputs):
+        """For `inputs` of the shapes and contiguity of an earlier call whose plan is one
+        launch (elementwise, row): (plan, launcher, ints, flat, [(shape, dtype) per
+        output]) -- that call ran `launcher([*inputs, *outputs], ints, flat)`; else None."""
+        plan = self.plans.get(_key(inputs))
+        one = None if plan is None or plan.kind is None else plan.one_launch()
+        if one is None:
+            return None
+        outs = [(s, v.type.dtype.np) for s, v in zip(plan.out_shapes, self.group.outputs)]
+        return (plan, *one, outs)
 
     def _two_pass(self, plan, ns, ins, outs):
         b, nk, nr = plan.body, plan.nk, plan.nr
@@ -251,6 +273,11 @@ class GroupKernel:
                 f"launches {launches}\n{plan.source}")
 
 
+def _key(inputs):
+    """The plan key of `inputs`: their shapes, and whether all are C-contiguous."""
+    return tuple(tuple(a.shape) for a in inputs), all(a.is_c_contiguous() for a in inputs)
+
+
 def _new(k, shape, dtype):
     from .memory import alloc
     return alloc(shape, dtype)
@@ -264,11 +291,15 @@ def _for_output(alloc, k):
 def _launch(plan, kernel, blocks, arrays, ints, threads=codegen.THREADS, flat=False):
     """`kernel[blocks, threads]` on `arrays` (0-d ones as 1 element; with `flat`, all as
     1-d) then `ints`, through the plan's launcher for that shape (launch.py)."""
+    _launcher(plan, kernel, blocks, threads)(arrays, ints, flat)
+
+
+def _launcher(plan, kernel, blocks, threads=codegen.THREADS):
     key = (id(kernel), blocks, threads)
     launcher = plan.launchers.get(key)
     if launcher is None:
         launcher = plan.launchers[key] = launch.Launcher(kernel, blocks, threads)
-    launcher(arrays, ints, flat)
+    return launcher
 
 
 def _name(kernel):
