@@ -41,6 +41,7 @@ class SingleKernel:
         if self.picks == list(range(len(outs))):
             self.picks = None       # the kernel's results as they are
         self.args_only = all(i < plan.n_in for i in ins)
+        self.all_args = list(ins) == list(range(plan.n_in))     # args are the inputs
         self.calls = 0          # calls it took (tests: the path is taken)
         self.one = None         # the kernel's last one-launch plan (GroupKernel.one_launch)
         self.launches = 0       # calls that launched it straight from `one`
@@ -52,21 +53,25 @@ class SingleKernel:
         self.alloc = lambda k, shape, dtype: new(shape, dtype)
 
     def __call__(self, args):
-        inputs = [args[i] for i in self.ins] if self.args_only else None
-        uploads = None
-        if inputs is not None:
+        one, uploads = self.one, None
+        inputs = None
+        if one is not None and self.args_only:
+            inputs = args if self.all_args else [args[i] for i in self.ins]
+        if inputs is not None:      # device arrays of the shapes of the call before?
             device_types = self.device_types
-            for a in inputs:
-                if type(a) not in device_types:
+            for a, shape in zip(inputs, one[5]):
+                if type(a) not in device_types or a.shape != shape or \
+                        not a.is_c_contiguous():
                     inputs = None
                     break
-        if inputs is None:          # host values, constants, subclasses
+        if inputs is None:          # host values, constants, other shapes
             inputs, uploads = self._inputs(args)
             if inputs is None:
                 return self.plan.run(args, None)    # a foreign array, or an error there
+            one = _fits(inputs, self.one)
         STATS.add("kernels")
         try:
-            r = self._launch(inputs)
+            r = self._call(inputs) if one is None else self._again(inputs, one)
         except Exception as e:  # noqa: BLE001 - re-raised with the op and user line
             err = located(self.op, e, stand_ins(inputs, self.plan.dev.is_device))
             if err is None:
@@ -100,24 +105,34 @@ class SingleKernel:
             inputs.append(a)
         return inputs, uploads
 
-    def _launch(self, inputs):
-        """The kernel's results for `inputs`: for the input shapes of the call before, its
-        one launch straight (no plan lookup), else the kernel's own call."""
-        one = self.one
-        if one is not None:
-            for a, shape in zip(inputs, one[5]):
-                if a.shape != shape or not a.is_c_contiguous():
-                    break
-            else:
-                plan, launcher, ints, flat, outs, _ = one
-                new = self.new
-                results = [new(s, d) for s, d in outs]
-                self.kernel.last = plan          # what describe() shows
-                launcher([*inputs, *results], ints, flat)
-                self.launches += 1
-                return results
+    def _again(self, inputs, one):
+        """The kernel's results for `inputs` of the shapes `one` was made for: its one
+        launch straight (no plan lookup)."""
+        plan, launcher, ints, flat, outs, _ = one
+        new = self.new
+        results = [new(s, d) for s, d in outs]
+        self.kernel.last = plan             # what describe() shows
+        launcher([*inputs, *results], ints, flat)
+        self.launches += 1
+        return results
+
+    def _call(self, inputs):
+        """The kernel's own call; when its plan for these inputs is one launch, `one`
+        keeps it for the next call."""
         results = self.kernel(inputs, alloc=self.alloc)
         one = getattr(self.kernel, "one_launch", None)
-        one = None if one is None else one(inputs)
+        # only a plan for C-contiguous inputs: the calls `one` takes are checked for that
+        contiguous = all(a.is_c_contiguous() for a in inputs)
+        one = one(inputs) if one is not None and contiguous else None
         self.one = None if one is None else (*one, [tuple(a.shape) for a in inputs])
         return results
+
+
+def _fits(inputs, one):
+    """`one` when `inputs` have the shapes it was made for and are C-contiguous."""
+    if one is None:
+        return None
+    for a, shape in zip(inputs, one[5]):
+        if a.shape != shape or not a.is_c_contiguous():
+            return None
+    return one
