@@ -47,12 +47,14 @@ class SingleKernel:
         self.launches = 0       # calls that launched it straight from `one`
         dev = plan.dev
         self.device_types = dev.DEVICE_TYPES
+        self.known = dev.DEVICE_TYPES + HOST        # what it takes (else the general path)
         pool, new = plan.pool, dev.alloc
         self.new = new
         self.take = lambda k, shape, dtype: pool.take(shape, dtype)
         self.alloc = lambda k, shape, dtype: new(shape, dtype)
 
     def __call__(self, args):
+        limit()                     # a bad GRAPHC_CUDA_POOL_BYTES fails here (as Plan.run)
         one, uploads = self.one, None
         inputs = None
         if one is not None and self.args_only:
@@ -65,15 +67,19 @@ class SingleKernel:
                     inputs = None
                     break
         if inputs is None:          # host values, constants, other shapes
-            inputs, uploads = self._inputs(args)
-            if inputs is None:
+            n_in, known = self.plan.n_in, self.known
+            if not all(isinstance(args[i], known) for i in self.ins if i < n_in):
                 return self.plan.run(args, None)    # a foreign array, or an error there
-            one = _fits(inputs, self.one)
-        STATS.add("kernels")
         try:
+            if inputs is None:
+                inputs, uploads = self._inputs(args)
+                one = _fits(inputs, self.one)
+            STATS.add("kernels")
             r = self._call(inputs) if one is None else self._again(inputs, one)
         except Exception as e:  # noqa: BLE001 - re-raised with the op and user line
-            err = located(self.op, e, stand_ins(inputs, self.plan.dev.is_device))
+            seen = inputs if inputs is not None else [
+                args[i] if i < self.plan.n_in else self.plan.consts[i] for i in self.ins]
+            err = located(self.op, e, stand_ins(seen, self.plan.dev.is_device))
             if err is None:
                 raise
             raise err from e
@@ -86,8 +92,7 @@ class SingleKernel:
         return r if self.picks is None else [r[k] for k in self.picks]
 
     def _inputs(self, args):
-        """(device inputs, the ones uploaded here), as Env.device makes them; (None, None)
-        for a value the general path must see."""
+        """(device inputs, the ones uploaded here), as Env.device makes them."""
         plan = self.plan
         inputs, uploads = [], []
         for i in self.ins:
@@ -96,10 +101,6 @@ class SingleKernel:
                 continue
             a = args[i]
             if not isinstance(a, self.device_types):
-                if not isinstance(a, HOST):
-                    return None, None
-                if not uploads:
-                    limit()         # a bad GRAPHC_CUDA_POOL_BYTES fails here
                 a = plan.dev.to_device(a, self.take)
                 uploads.append(a)
             inputs.append(a)
