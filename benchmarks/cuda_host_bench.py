@@ -9,9 +9,9 @@ host numpy inputs (each call copies them to the device).
   Each launcher's first launch runs the simulated kernel (the first call's result is
   checked against backend="numpy"); later launches take graphc's own launch path
   (argument packing included) with cuLaunchKernel replaced by nothing. The figures are
-  graphc's host Python per call plus the simulator's array objects (their dtype, size,
-  ndim and strides made plain attributes, as numba-cuda's DeviceNDArray has them) -- not
-  a GPU's.
+  graphc's host Python per call plus the simulator's array objects (their dtype, shape,
+  size, ndim and strides made plain attributes, as numba-cuda's DeviceNDArray has them)
+  -- not a GPU's.
 
 `--against REV` times REV (a git revision, exported to a temporary folder) and this
 working tree in two worker processes, in interleaved rounds (medians): on a noisy shared
@@ -45,7 +45,7 @@ class _Pointer:
 def stub_launches():
     """Simulator only: after a launcher's first (simulated) launch, its later launches go
     through graphc's packing and a no-op instead of cuLaunchKernel."""
-    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray, FakeShape
     from graphc.kernels.cuda import launch
     # the simulator's arrays have no device pointer: their id() stands in for one
     FakeCUDAArray.device_ctypes_pointer = property(lambda a: _Pointer(id(a)))
@@ -56,9 +56,10 @@ def stub_launches():
         array reads each through __getattr__ (~1 us here): not graphc's time."""
         init(self, ary, stream)
         self.__dict__.update(dtype=ary.dtype, size=ary.size, ndim=ary.ndim,
-                             strides=ary.strides)
+                             strides=ary.strides, shape=FakeShape(ary.shape))
 
     FakeCUDAArray.__init__ = plain_fields
+    del FakeCUDAArray.shape         # (a property: the attribute above would not be seen)
 
     def build(self, arrays, ints, flat):
         self.dtypes = [a.dtype for a in arrays]

@@ -166,7 +166,7 @@ class Launcher:
             k = 1 if flat else 0
             out = []
             for a, dtype in zip(arrays, self.dtypes):      # pack(), inline
-                if a.dtype != dtype:
+                if a.dtype is not dtype and a.dtype != dtype:     # (`is`: the usual case)
                     break
                 try:
                     out += a.__dict__[_KEY][k]
