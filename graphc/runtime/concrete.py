@@ -322,6 +322,8 @@ def _caller(run, captures, structure, device=False):
         wrap = Tensor._on_device
         if type(structure) is _Slot:
             i = structure.index
+            if not captures:
+                return lambda leaves: wrap(run(leaves)[i])
             return lambda leaves: wrap(run(leaves + captures)[i])
         return lambda leaves: _unflatten(structure, run(leaves + captures), wrap)
     if type(structure) is not _Slot:

@@ -44,11 +44,14 @@ def arg_parts(fp):
     return parts
 
 
-def make_entry(fp, cf, name, base):
+def make_entry(fp, cf, name, base, device=False):
     """The class whose `__call__` is the entry for calls whose positional arguments have
     fingerprint `fp` (a list, as Function.__call__ builds it), running trace `cf`: a
     subclass of `base` (the Function's own class, which must not override __call__);
-    None when fp has a part it cannot check inline."""
+    None when fp has a part it cannot check inline. `device` (a device backend): a
+    tensor's leaf is its device array when it has one, as Function.__call__ takes it
+    (reading `_np` of a device tensor would copy it to the host), and no native entry
+    (it reads `_np` only)."""
     parts = arg_parts(fp)
     if parts is None:
         return None
@@ -80,9 +83,11 @@ def make_entry(fp, cf, name, base):
             continue
         v = f"v{len(leaves)}"
         ns[f"D{len(leaves)}"], ns[f"S{len(leaves)}"] = part
+        read = ([f"        {v} = {a}._dev", f"        if {v} is None:",
+                 f"            {v} = {a}._np"] if device else [f"        {v} = {a}._np"])
         lines += [f"    t = type({a})",
                   "    if t is Tensor:",
-                  f"        {v} = {a}._np",
+                  *read,
                   "    elif t is ndarray:",
                   f"        {v} = {a}",
                   "    else:",
@@ -96,7 +101,7 @@ def make_entry(fp, cf, name, base):
     known = [s[1:] for s in spec if s[0] == "leaf"]       # per leaf, (dtype, shape)
     body, names = cf._entry_body(leaves, known)
     ns.update(names)
-    native = native_layout() is not None
+    native = not device and native_layout() is not None
     if native:      # count the calls the native entry would take; the last one makes it
         ns["_left"] = [after_calls()]
         ns["_upgrade"] = lambda: _go_native(cls, ns, cf, known, spec)
@@ -129,8 +134,8 @@ class HotEntries:
         """The hot fingerprint hit again: from now on calls go to its entry first (the
         class whose `__call__` it is becomes this object's class). Made on the second hit
         (a fingerprint seen once never pays the ~50 us of generating one), kept per
-        fingerprint; none for a device backend's tensors, nor for a subclass with its own
-        __call__ (the entry would take its calls from it)."""
+        fingerprint; none for a subclass with its own __call__ (the entry would take its
+        calls from it)."""
         fp, cf, _ = hot
         if cf._on_change is None:       # before the entry is made: no change goes unheard
             cf._on_change = change_hook(self)
@@ -140,8 +145,8 @@ class HotEntries:
             entry = entries[key]
         else:
             plain = self._plain
-            entry = None if self._device_leaves or plain.__call__ is not _base_call() \
-                else make_entry(fp, cf, self._name, plain)
+            entry = None if plain.__call__ is not _base_call() \
+                else make_entry(fp, cf, self._name, plain, self._device_leaves)
             entries[key] = entry
         self._use_entry(entry)
         # a trace changed meanwhile (_trace_changed, another thread): make it afresh next time

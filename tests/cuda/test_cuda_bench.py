@@ -46,3 +46,25 @@ def test_cuda_bench_script_runs_and_checks_against_numpy(monkeypatch, tmp_path, 
                                                                "layernorm"]
     assert set(data["dispatch"]) >= {"cached_call", "empty_launch", "device_array_1"}
     assert "errors" not in data and "FAILED" not in capsys.readouterr().out
+
+
+@pytest.mark.skipif(not availability.simulator_on(), reason="a real GPU: run it by hand")
+def test_cuda_host_bench_runs_with_launches_stubbed(tmp_path):
+    """benchmarks/cuda_host_bench.py on the simulator (a worker process of its own, whose
+    first calls are checked against backend="numpy"): every case lands in the JSON,
+    labelled as stubbed."""
+    import json
+    import os
+    import subprocess
+    import sys
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    out = tmp_path / "host.json"
+    r = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "cuda_host_bench.py"),
+                        "--min-time", "0.01", "--json", str(out)], capture_output=True,
+                       text=True, timeout=300, env=dict(os.environ, PYTHONPATH=root))
+    assert r.returncode == 0, r.stderr
+    assert "kernel launches stubbed out" in r.stdout
+    report = json.loads(out.read_text())
+    assert report["simulated_launches_stubbed"] is True
+    assert len(report["rows"]) == 3 and all(
+        v["this tree"] > 0 for v in report["rows"].values())

@@ -28,6 +28,7 @@ from . import availability, folding
 from .env import Env
 from .memory import CallMemory, Pool, limit
 from .records import STATS, Record, cpu_loop_why, describe, kernel_text  # noqa: F401 - describe
+from .single import single_kernel
 
 VIEW_OPS = ("reshape", "expand_dims", "squeeze")
 VAR_OPS = ("read_variable", "assign_variable", "assign_add_variable", "assign_sub_variable")
@@ -93,6 +94,7 @@ class Plan:
         self.n_slots = len(index)
         self.escapes = frozenset() if nested else frozenset(self.out_idx)
         self.pool = Pool()      # nested plans use their top-level call's
+        self.single = single_kernel(self)      # one kernel step: its fast path (single.py)
 
     def _add(self, fn, needs, ins, outs, op, rec):
         self.steps.append((fn, needs, ins, outs, op, rec))
@@ -142,6 +144,7 @@ class Plan:
         def run(inputs, alloc):
             STATS.add("kernels")
             return kernel(inputs, alloc=alloc)
+        run.kernel = kernel         # single.py calls it itself
         return run
 
     def _matmul_step(self, op, rule, rec):
@@ -216,6 +219,12 @@ class Plan:
         """The results: device arrays (a top-level plan), or wherever they are (a nested
         plan called with its caller's `mem`: each result holds a reference in `mem` that
         the caller drops once it has put it in its own slots)."""
+        if mem is None and self.single is not None:
+            return self.single(args)
+        return self.run(args, mem)
+
+    def run(self, args, mem):
+        """__call__ through the steps (the general path)."""
         top = mem is None
         if top:
             limit()                         # a bad GRAPHC_CUDA_POOL_BYTES fails here
@@ -310,7 +319,14 @@ class CudaBackend:
 
         def run(args):
             return compile_plan(graph)(args)
+        # after the first call ConcreteFunction calls the plan (or its fast path) directly
+        run.settled = lambda: _settled(graph)
         return run
+
+
+def _settled(graph):
+    plan = getattr(graph, "_cuda_plan", None)
+    return None if plan is None else plan.single or plan
 
 
 register_backend(CudaBackend)

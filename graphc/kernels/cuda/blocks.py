@@ -179,6 +179,10 @@ def keep(key, raw):
     """Idle `raw` for a later allocation of its size class, unless over the bound."""
     size, cap = key[0], limit()
     with LOCK:
+        if IDLE[0] + size <= cap:       # the usual case: nothing to evict (every free)
+            _BLOCKS.setdefault(key, []).append(raw)
+            IDLE[0] += size
+            return
         for other in [k for k in list(_BLOCKS) if k != key]:
             if IDLE[0] + size <= cap:
                 break

@@ -62,10 +62,8 @@ class Env:
         return self.d[i]
 
     def shapes(self, ins):
-        """Slots `ins` for an error message: host values as they are, device arrays as
-        zero-memory stand-ins of their run-time shape and dtype (no copy)."""
-        return [self.h[i] if self.d[i] is None else
-                np.broadcast_to(np.zeros((), self.d[i].dtype), self.d[i].shape) for i in ins]
+        """Slots `ins` for an error message (see stand_ins)."""
+        return stand_ins([self.any(i) for i in ins], self.plan.dev.is_device)
 
     def any(self, i):
         d = self.d[i]
@@ -99,3 +97,10 @@ class Env:
         if self.mem.holds_any():
             for i in range(len(self.d)):
                 self.drop(i)
+
+
+def stand_ins(values, is_device):
+    """`values` for an error message: host values as they are, device arrays as
+    zero-memory stand-ins of their run-time shape and dtype (no copy)."""
+    return [np.broadcast_to(np.zeros((), v.dtype), v.shape) if is_device(v) else v
+            for v in values]

@@ -45,28 +45,35 @@ def views(arrays, flat):
 
 
 def params(a, flat):
-    """numba's parameters for array `a` (as `views` gives it), kept on the array: its
-    shape, strides and memory never change."""
+    """numba's parameters for array `a` (as `views` gives it)."""
+    return _params(a)[1 if flat else 0]
+
+
+def _params(a):
+    """Both forms of `params(a, flat)`, (not flat, flat), kept on the array: its shape,
+    strides and memory never change."""
     d = getattr(a, "__dict__", None)
-    key = "_graphc_flat" if _as_vector(a, flat) else "_graphc_params"
-    p = d.get(key) if d is not None else None
+    p = d.get(_KEY) if d is not None else None
     if p is None:
         item, ptr = a.dtype.itemsize, a.device_ctypes_pointer.value
-        if key == "_graphc_flat":
-            p = (0, 0, a.size, item, ptr, a.size, item)
-        else:
-            p = (0, 0, a.size, item, ptr, *a.shape, *a.strides)
+        vector = (0, 0, a.size, item, ptr, a.size, item)
+        full = (0, 0, a.size, item, ptr, *a.shape, *a.strides)
+        p = (vector if _as_vector(a, False) else full, vector if _as_vector(a, True) else full)
         if d is not None:
-            d[key] = p
+            d[_KEY] = p
     return p
+
+
+_KEY = "_graphc_params"
 
 
 def pack(arrays, ints, flat):
     """The kernel's parameters for `views(arrays, flat)` then `ints`, as numba-cuda's
     `_Kernel._prepare_args` lays them out, without making the views."""
+    k = 1 if flat else 0
     out = []
     for a in arrays:
-        out += params(a, flat)
+        out += _params(a)[k]
     out += ints
     return out
 
@@ -155,10 +162,20 @@ class Launcher:
     def __call__(self, arrays, ints=(), flat=False):
         STATS.add("launches")
         fast = self.fast
-        if fast is not None and [a.dtype for a in arrays] == self.dtypes:
-            params = pack(arrays, ints, flat)
-            if len(params) == self.n:       # and the same ranks: the overload's signature
-                return fast(params)
+        if fast is not None and len(arrays) == len(self.dtypes):
+            k = 1 if flat else 0
+            out = []
+            for a, dtype in zip(arrays, self.dtypes):      # pack(), inline
+                if a.dtype is not dtype and a.dtype != dtype:     # (`is`: the usual case)
+                    break
+                try:
+                    out += a.__dict__[_KEY][k]
+                except (AttributeError, KeyError):
+                    out += _params(a)[k]
+            else:
+                out += ints
+                if len(out) == self.n:      # and the same ranks: the overload's signature
+                    return fast(out)
         with codegen.launching():
             self.configured(*views(arrays, flat), *ints)
         if self.mode != "numba":

@@ -90,6 +90,7 @@ class _Plan:
             f"{self.kind} columns={self.columns} block={self.threads} "
             f"one_block={self.one_block} {_folded(group)}", spec.canonical())
         self.launchers = {}     # (kernel id, blocks, threads) -> launch.Launcher
+        self._one = None        # one_launch()
 
     def value_shape(self, v):
         """The shape over which the kernel writes group value `v` (a sink)."""
@@ -174,6 +175,21 @@ class _Plan:
             self.ns = codegen.load(self.key, self.source)
         return self.ns
 
+    def one_launch(self):
+        """(launcher, ints, flat) of an elementwise (flat: every array as 1-d, contiguous)
+        or row kernel's launch on [*inputs, *outputs]; None for the two-pass kinds."""
+        if self._one is not None:
+            return self._one
+        ns = self.module()
+        if self.kind == elementwise.KERNEL:
+            dims = (self.size,) if self.flat else self.domain
+            self._one = (_launcher(self, ns["elementwise"], codegen.blocks_for(self.size)),
+                         (*dims, self.size), self.flat)
+        elif self.kind == reduce.ROW:
+            self._one = (_launcher(self, ns["row"], codegen.blocks_for(self.nk, 1),
+                                   self.threads), (*self.domain, self.nk, self.nr), False)
+        return self._one
+
 
 class GroupKernel:
     """Callable `(list of device arrays) -> list of device arrays` for one fused group."""
@@ -186,7 +202,7 @@ class GroupKernel:
 
     def plan(self, inputs):
         """The plan for these device arrays (made on first use)."""
-        key = (tuple(tuple(a.shape) for a in inputs), all(a.is_c_contiguous() for a in inputs))
+        key = _key(inputs)
         plan = self.plans.get(key)
         if plan is None:
             plan = self.plans[key] = _Plan(self.group, *key)
@@ -208,16 +224,26 @@ class GroupKernel:
                    for k, (s, v) in enumerate(zip(plan.out_shapes, self.group.outputs))]
         news = [_new(0, a.shape, a.dtype) for a in olds]    # a variable's: never pooled
         outs = [*results, *_updates(olds, news)]
-        if plan.kind == elementwise.KERNEL:     # flat: every array as 1-d (contiguous)
-            dims = (plan.size,) if plan.flat else plan.domain
-            _launch(plan, ns["elementwise"], codegen.blocks_for(plan.size),
-                    [*inputs, *outs], (*dims, plan.size), flat=plan.flat)
-        elif plan.kind == reduce.ROW:
-            _launch(plan, ns["row"], codegen.blocks_for(plan.nk, 1), [*inputs, *outs],
-                    (*plan.domain, plan.nk, plan.nr), threads=plan.threads)
+        one = plan.one_launch()
+        if one is not None:
+            one[0]([*inputs, *outs], one[1], one[2])
         else:
             self._two_pass(plan, ns, inputs, outs)
         return results + news
+
+    def one_launch(self, inputs):
+        """For `inputs` of the shapes and contiguity of an earlier call whose plan is one
+        launch (elementwise, row): (plan, launcher, ints, flat, [(shape, dtype) per
+        output]) -- that call ran `launcher([*inputs, *outputs], ints, flat)`; else None,
+        also for a group that writes variable updates (its launch takes them too)."""
+        if getattr(self.group, "updates", ()):
+            return None
+        plan = self.plans.get(_key(inputs))
+        one = None if plan is None or plan.kind is None else plan.one_launch()
+        if one is None:
+            return None
+        outs = [(s, v.type.dtype.np) for s, v in zip(plan.out_shapes, self.group.outputs)]
+        return (plan, *one, outs)
 
     def _two_pass(self, plan, ns, ins, outs):
         b, nk, nr = plan.body, plan.nk, plan.nr
@@ -285,6 +311,11 @@ def _updates(olds, news):
     return [a for pair in zip(olds, news) for a in pair] + [checks.guard()]
 
 
+def _key(inputs):
+    """The plan key of `inputs`: their shapes, and whether all are C-contiguous."""
+    return tuple(tuple(a.shape) for a in inputs), all(a.is_c_contiguous() for a in inputs)
+
+
 def _new(k, shape, dtype):
     from .memory import alloc
     return alloc(shape, dtype)
@@ -298,11 +329,15 @@ def _for_output(alloc, k):
 def _launch(plan, kernel, blocks, arrays, ints, threads=codegen.THREADS, flat=False):
     """`kernel[blocks, threads]` on `arrays` (0-d ones as 1 element; with `flat`, all as
     1-d) then `ints`, through the plan's launcher for that shape (launch.py)."""
+    _launcher(plan, kernel, blocks, threads)(arrays, ints, flat)
+
+
+def _launcher(plan, kernel, blocks, threads=codegen.THREADS):
     key = (id(kernel), blocks, threads)
     launcher = plan.launchers.get(key)
     if launcher is None:
         launcher = plan.launchers[key] = launch.Launcher(kernel, blocks, threads)
-    launcher(arrays, ints, flat)
+    return launcher
 
 
 def _name(kernel):

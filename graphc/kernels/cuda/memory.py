@@ -101,6 +101,10 @@ class Pool:
         """Keep `buf` for a later take(), unless that would go over the bound."""
         key, n, cap = _key(buf.shape, buf.dtype), buf.nbytes, limit()
         with _LOCK:
+            if _IDLE[0] + n <= cap:     # the usual case: nothing to evict (every upload)
+                self._free.setdefault(key, []).append(buf)
+                _IDLE[0] += n
+                return
             for other in [k for k in self._free if k != key]:
                 if _IDLE[0] + n <= cap:
                     break
