@@ -63,3 +63,22 @@ def test_concrete_function_takes_tensor_arguments_by_name():
 def test_bad_keywords_name_the_tensor_arguments(kwargs, match):
     with pytest.raises(TypeError, match=match):
         concrete()(**kwargs)
+
+
+def test_get_concrete_function_checks_specs_against_the_input_signature():
+    """TF: get_concrete_function(spec) on a function with an input_signature raises when the
+    spec does not fit it (graphc returned the signature's trace for any spec)."""
+    @gc.function(input_signature=[gc.TensorSpec([None, 2], gc.float32)])
+    def f(x):
+        return x * 2.0
+    cf = f.get_concrete_function()
+    assert f.get_concrete_function(gc.TensorSpec([None, 2], gc.float32)) is cf
+    assert f.get_concrete_function(gc.TensorSpec([5, 2], gc.float32)) is cf   # fits
+    assert f.get_concrete_function(gc.ones([3, 2])) is cf
+    with pytest.raises(TypeError, match=r"argument 'x'.*float64"):
+        f.get_concrete_function(gc.TensorSpec([None, 2], gc.float64))
+    with pytest.raises(ValueError, match=r"argument 'x'.*\[None, 3\]"):
+        f.get_concrete_function(gc.TensorSpec([None, 3], gc.float32))
+    with pytest.raises(ValueError, match="argument 'x'"):
+        f.get_concrete_function(gc.TensorSpec([2], gc.float32))
+    assert f.tracing_count == 1
