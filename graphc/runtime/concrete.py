@@ -27,7 +27,9 @@ def trace(fn, name, key, values, params, backend):
     """Trace `fn` on placeholders built from `key`. Returns (ConcreteFunction, created_vars)."""
     graph = Graph(name)
     graph.resource_args = {}
-    sym = [_placeholders(graph, v, k, n) for n, v, k in zip(params.names, values, key)]
+    graph.input_values = {}     # placeholder -> this call's value, while tracing only: what a
+    sym = [_placeholders(graph, v, k, n)     # variable's initial value made from it reads
+           for n, v, k in zip(params.names, values, key)]
     args, kwargs = params.rebuild(sym)
     created = []
     hooks = context._tls.creation_hooks      # this thread's: another thread's variables
@@ -39,6 +41,7 @@ def trace(fn, name, key, values, params, backend):
             structure = _flatten_outputs(graph, result, flat)
     finally:
         context._pop(hooks, created.append)
+        graph.input_values = None
     graph.outputs = flat
     if os.environ.get("GRAPHC_VERIFY"):
         from .verify import verify
@@ -51,7 +54,10 @@ def trace(fn, name, key, values, params, backend):
 def _placeholders(graph, v, k, base):
     tag = k[0]
     if tag == sig.TENSOR:
-        return Tensor._symbolic(graph.add_input(TensorType(k[1], k[2]), base), graph)
+        t = Tensor._symbolic(graph.add_input(TensorType(k[1], k[2]), base), graph)
+        if not isinstance(v, sig.TensorSpec):
+            graph.input_values[id(t._sym)] = v
+        return t
     if tag == sig.RESOURCE:
         graph.resource_args[id(v)] = graph.add_input(ResourceType(k[1], k[2]), base)
         return v
