@@ -287,3 +287,21 @@ def test_updates_never_change_values_read_earlier():
     np.testing.assert_array_equal(kept[0].numpy(), [1.5] * 3)
     np.testing.assert_array_equal(kept[1].numpy(), [2.5] * 3)
     np.testing.assert_array_equal(v.numpy(), [3.5] * 3)
+
+
+def test_default_module_names_follow_tf_camel_to_snake():
+    """tf.Module names an unnamed module by its class, acronyms kept as one word."""
+    class MLP(gc.Module):
+        pass
+
+    class HTTPServer(gc.Module):
+        pass
+
+    class MyModel(gc.Module):
+        pass
+
+    class ResNet50(gc.Module):
+        pass
+    assert [MLP().name, HTTPServer().name, MyModel().name, ResNet50().name] == \
+        ["mlp", "http_server", "my_model", "res_net50"]
+    assert gc.Module().name == "module"
