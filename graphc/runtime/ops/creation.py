@@ -2,6 +2,7 @@
 import numpy as np
 
 from ... import dtypes as _dt
+from ..context import composite_errors
 from ..dispatch import bind, constant, convert_to_tensor, is_number
 from ..registry import register, ELEMENTWISE, OPAQUE
 from ..static_value import static_value
@@ -58,11 +59,13 @@ def fill(dims, value, name=None):
     return bind("fill", value, shape=shape)
 
 
+@composite_errors("zeros")
 def zeros(shape, dtype=_dt.float32, name=None):
     """A tensor of zeros."""
     return fill(shape, constant(0, _dt.as_dtype(dtype)))
 
 
+@composite_errors("ones")
 def ones(shape, dtype=_dt.float32, name=None):
     """A tensor of ones."""
     return fill(shape, constant(1, _dt.as_dtype(dtype)))
@@ -123,6 +126,9 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):
         else:
             dtype = _dt.int32
     dtype = _dt.as_dtype(dtype)
+    if dtype is _dt.bool_:       # as TF: a range counts, so it needs a numeric dtype
+        raise TypeError("range: dtype bool is not supported; use int32, int64, float32 or "
+                        "float64")
     if all(is_number(a) for a in args):
         if delta == 0:
             raise ValueError("range: delta must not be zero")

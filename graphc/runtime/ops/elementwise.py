@@ -7,6 +7,7 @@ from ... import dtypes as _dt
 from ...errors import InvalidArgumentError
 from ..dispatch import bind, convert_like, convert_to_tensor
 from ..autodiff.tape import unbroadcast
+from ..context import composite_errors
 from ..registry import register, ELEMENTWISE
 from ..tensor import OPS as P
 from ._rules import (FLOAT, NUMERIC, INTEGER, BOOL, ANY, check_kind, same_dtype,
@@ -229,12 +230,14 @@ def cast(x, dtype, name=None):
     return bind("cast", x, dtype=dtype)
 
 
+@composite_errors("sigmoid")
 def sigmoid(x, name=None):
     """1 / (1 + exp(-x)), a composite of primitives."""
     x = convert_to_tensor(x)
     return PUBLIC["divide"](1.0, PUBLIC["add"](1.0, PUBLIC["exp"](PUBLIC["negative"](x))))
 
 
+@composite_errors("clip_by_value")
 def clip_by_value(t, clip_value_min, clip_value_max, name=None):
     """min(max(t, lo), hi) elementwise."""
     t = convert_to_tensor(t)
