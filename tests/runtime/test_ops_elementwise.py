@@ -179,6 +179,8 @@ def test_bad_dtypes_are_type_errors(fn, words):
      ["clip_by_value", "[2,3]", "[4]"]),
     (lambda t: gc.clip_by_value(gc.cast(t, gc.int32), 0.5, 2), TypeError,
      ["clip_by_value", "0.5", "int32"]),
+    (lambda t: gc.clip_by_value(t[0], gc.zeros([4, 3]), 1.0), ValueError,
+     ["clip_by_value", "[3]", "[4,3]"]),
     (lambda t: t + gc.zeros([2, -1]), ValueError, ["zeros", "negative"]),
     (lambda t: t + gc.ones([-2]), ValueError, ["ones", "negative"]),
     (lambda t: t + gc.random.normal([2, -1]), ValueError, ["random.normal", "negative"]),

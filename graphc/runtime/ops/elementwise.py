@@ -239,9 +239,16 @@ def sigmoid(x, name=None):
 
 @composite_errors("clip_by_value")
 def clip_by_value(t, clip_value_min, clip_value_max, name=None):
-    """min(max(t, lo), hi) elementwise."""
+    """min(max(t, lo), hi) elementwise. As TF, the bounds may not broadcast `t` larger."""
     t = convert_to_tensor(t)
-    return PUBLIC["minimum"](PUBLIC["maximum"](t, clip_value_min), clip_value_max)
+    out = PUBLIC["minimum"](PUBLIC["maximum"](t, clip_value_min), clip_value_max)
+    if len(out.shape) != len(t.shape) or any(
+            a is not None and b is not None and a != b for a, b in zip(out.shape, t.shape)):
+        dims = lambda s: "[" + ",".join("?" if d is None else str(d) for d in s) + "]"
+        raise ValueError(f"clip_by_value: the clip bounds would broadcast t of shape "
+                         f"{dims(t.shape)} to {dims(out.shape)}; bounds must broadcast to "
+                         "t's own shape")
+    return out
 
 
 PUBLIC.update(where=where, cast=cast, sigmoid=sigmoid, clip_by_value=clip_by_value)
