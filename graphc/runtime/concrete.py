@@ -247,13 +247,14 @@ class ConcreteFunction:
         if len(leaves) != len(expected):
             raise TypeError(f"ConcreteFunction {self.name} takes {len(expected)} tensor "
                             f"arguments ({', '.join(map(repr, expected))}), got {len(leaves)}")
-        values = []
+        values, given = [], []
         for v, x in zip(expected, leaves):
             if isinstance(v.type, ResourceType):
                 if not hasattr(x, "_resolve_in") or x.dtype is not v.type.dtype:
                     raise TypeError(f"ConcreteFunction {self.name}: input '{v.name}' expects a "
                                     f"gc.Variable of {v.type}, got {x!r}")
                 values.append(x)
+                given.append(x)
                 continue
             t = convert_to_tensor(x, None if type(x) is Tensor else v.type.dtype)
             if t.dtype is not v.type.dtype:
@@ -263,6 +264,12 @@ class ConcreteFunction:
                 raise ValueError(f"ConcreteFunction {self.name}: input '{v.name}' expects "
                                  f"shape {v.type}, got {t.dtype.name}{list(t.shape)}")
             values.append(t._dev if self._device and t._dev is not None else t._np)
+            given.append(t)
+        if context._busy[0] and _tracing_or_taping():
+            # inside another trace (symbolic arguments) or under an eager GradientTape: the
+            # graph's ops join the trace / the tape, as a tf ConcreteFunction's call does
+            from ..saved_model.replay import replay
+            return replay(self, given)
         return self._call_leaves(values)
 
     def __repr__(self):
@@ -285,6 +292,11 @@ class ConcreteFunction:
             raise TypeError(f"ConcreteFunction {self.name} {problem}; its tensor arguments "
                             f"by name are {named} (Python values are baked in)")
         return tuple(args) + tuple(kwargs[n] for n in rest)
+
+
+def _tracing_or_taping():
+    from .function import _tracing_or_taping as busy
+    return busy()
 
 
 def _holds_input(v):
