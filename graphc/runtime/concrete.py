@@ -59,7 +59,8 @@ def _placeholders(graph, v, k, base):
             graph.input_values[id(t._sym)] = v
         return t
     if tag == sig.RESOURCE:
-        graph.resource_args[id(v)] = graph.add_input(ResourceType(k[1], k[2]), base)
+        graph.resource_args[id(v)] = r = graph.add_input(ResourceType(k[1], k[2]), base)
+        graph.input_values[id(r)] = v
         return v
     if tag in (sig.LIST, sig.TUPLE):
         parts = [_placeholders(graph, x, kk, f"{base}_{i}") for i, (x, kk) in enumerate(zip(v, k[1]))]

@@ -184,6 +184,17 @@ def test_variable_initial_value_may_depend_on_the_first_calls_arguments():
     np.testing.assert_array_equal(m(gc.constant([5.0, 5.0])).numpy(), [9.0, 11.0])
     np.testing.assert_array_equal(Lazy()(np.array([1.0], np.float32)).numpy(), [4.0])
 
+    holder = []
+
+    @gc.function
+    def from_variable_argument(v, x):
+        if not holder:
+            holder.append(gc.Variable(v * 2.0 + x))
+        return holder[0] + 0.0
+    src = gc.Variable(3.0)
+    assert from_variable_argument(src, gc.constant(1.0)).numpy() == 7.0
+    assert from_variable_argument(src, gc.constant(5.0)).numpy() == 7.0
+
 
 def test_variable_initial_value_from_an_argument_without_a_value_raises():
     holder = []
