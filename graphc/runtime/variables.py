@@ -259,7 +259,17 @@ class Variable:
     def __getitem__(self, index):
         return self.read_value()[index]
 
-    __array_ufunc__ = None
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """As a Tensor's, on the variable's current value: numpy's operators with it are
+        graphc ops (`ndarray + v` is a Tensor), numpy's functions (`np.exp(v)`, `np.max(v)`,
+        `np.isnan(v)`) give numpy results, as with TF variables."""
+        if any(isinstance(o, Variable) for o in kwargs.get("out", ())):
+            raise TypeError(f"np.{ufunc.__name__}(..., out=variable): numpy cannot write into "
+                            "a gc.Variable; compute the value and use v.assign(value)")
+        inputs = tuple(x.read_value() if isinstance(x, Variable) else x for x in inputs)
+        value = next(x for x in inputs if type(x) is Tensor)
+        return value.__array_ufunc__(ufunc, method, *inputs, **kwargs)
+
     __hash__ = object.__hash__
 
 
