@@ -4,7 +4,7 @@ import math
 
 from . import dtypes as _dt
 from .runtime.autodiff.tape import stop_gradient
-from .runtime.context import located_errors
+from .runtime.context import composite_errors, located_errors
 from .runtime.dispatch import convert_to_tensor
 from .runtime.ops import elementwise as _ew
 from .runtime.ops._rules import FLOAT, INTEGER, check_kind
@@ -20,18 +20,21 @@ def _float(op, x):
     return x
 
 
+@composite_errors("relu")
 def relu(features, name=None):
     """max(features, 0)."""
     x = convert_to_tensor(features)
     return _E["maximum"](x, 0)
 
 
+@composite_errors("relu6")
 def relu6(features, name=None):
     """min(max(features, 0), 6)."""
     x = convert_to_tensor(features)
     return _E["minimum"](_E["maximum"](x, 0), 6)
 
 
+@composite_errors("leaky_relu")
 def leaky_relu(features, alpha=0.2, name=None):
     """features where positive, alpha * features elsewhere."""
     x = convert_to_tensor(features)

@@ -16,6 +16,8 @@ class UsageError(Exception):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="graphc", description="graphc: a tracing graph "
                                      "compiler for Python numeric code.")
+    from .. import __version__
+    parser.add_argument("--version", action="version", version=f"graphc {__version__}")
     subs = parser.add_subparsers(dest="command", metavar="COMMAND")
     modules = {}
     for name, mod in SUBCOMMANDS.items():

@@ -27,7 +27,9 @@ def trace(fn, name, key, values, params, backend):
     """Trace `fn` on placeholders built from `key`. Returns (ConcreteFunction, created_vars)."""
     graph = Graph(name)
     graph.resource_args = {}
-    sym = [_placeholders(graph, v, k, n) for n, v, k in zip(params.names, values, key)]
+    graph.input_values = {}     # placeholder -> this call's value, while tracing only: what a
+    sym = [_placeholders(graph, v, k, n)     # variable's initial value made from it reads
+           for n, v, k in zip(params.names, values, key)]
     args, kwargs = params.rebuild(sym)
     created = []
     hooks = context._tls.creation_hooks      # this thread's: another thread's variables
@@ -39,6 +41,7 @@ def trace(fn, name, key, values, params, backend):
             structure = _flatten_outputs(graph, result, flat)
     finally:
         context._pop(hooks, created.append)
+        graph.input_values = None
     graph.outputs = flat
     if os.environ.get("GRAPHC_VERIFY"):
         from .verify import verify
@@ -51,9 +54,13 @@ def trace(fn, name, key, values, params, backend):
 def _placeholders(graph, v, k, base):
     tag = k[0]
     if tag == sig.TENSOR:
-        return Tensor._symbolic(graph.add_input(TensorType(k[1], k[2]), base), graph)
+        t = Tensor._symbolic(graph.add_input(TensorType(k[1], k[2]), base), graph)
+        if not isinstance(v, sig.TensorSpec):
+            graph.input_values[id(t._sym)] = v
+        return t
     if tag == sig.RESOURCE:
-        graph.resource_args[id(v)] = graph.add_input(ResourceType(k[1], k[2]), base)
+        graph.resource_args[id(v)] = r = graph.add_input(ResourceType(k[1], k[2]), base)
+        graph.input_values[id(r)] = v
         return v
     if tag in (sig.LIST, sig.TUPLE):
         parts = [_placeholders(graph, x, kk, f"{base}_{i}") for i, (x, kk) in enumerate(zip(v, k[1]))]
@@ -241,13 +248,14 @@ class ConcreteFunction:
         if len(leaves) != len(expected):
             raise TypeError(f"ConcreteFunction {self.name} takes {len(expected)} tensor "
                             f"arguments ({', '.join(map(repr, expected))}), got {len(leaves)}")
-        values = []
+        values, given = [], []
         for v, x in zip(expected, leaves):
             if isinstance(v.type, ResourceType):
                 if not hasattr(x, "_resolve_in") or x.dtype is not v.type.dtype:
                     raise TypeError(f"ConcreteFunction {self.name}: input '{v.name}' expects a "
                                     f"gc.Variable of {v.type}, got {x!r}")
                 values.append(x)
+                given.append(x)
                 continue
             t = convert_to_tensor(x, None if type(x) is Tensor else v.type.dtype)
             if t.dtype is not v.type.dtype:
@@ -257,6 +265,12 @@ class ConcreteFunction:
                 raise ValueError(f"ConcreteFunction {self.name}: input '{v.name}' expects "
                                  f"shape {v.type}, got {t.dtype.name}{list(t.shape)}")
             values.append(t._dev if self._device and t._dev is not None else t._np)
+            given.append(t)
+        if context._busy[0] and _tracing_or_taping():
+            # inside another trace (symbolic arguments) or under an eager GradientTape: the
+            # graph's ops join the trace / the tape, as a tf ConcreteFunction's call does
+            from ..saved_model.replay import replay
+            return replay(self, given)
         return self._call_leaves(values)
 
     def __repr__(self):
@@ -279,6 +293,11 @@ class ConcreteFunction:
             raise TypeError(f"ConcreteFunction {self.name} {problem}; its tensor arguments "
                             f"by name are {named} (Python values are baked in)")
         return tuple(args) + tuple(kwargs[n] for n in rest)
+
+
+def _tracing_or_taping():
+    from .function import _tracing_or_taping as busy
+    return busy()
 
 
 def _holds_input(v):

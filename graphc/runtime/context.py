@@ -180,6 +180,31 @@ def warn_at_user_line(message, category):
                            registry=g.setdefault("__warningregistry__", {}), module_globals=g)
 
 
+def composite_errors(name):
+    """Decorator for a public op built from other ops: a plain TypeError/ValueError of an
+    inner op ("maximum: incompatible shapes ...") names the op the user called instead
+    ("clip_by_value: incompatible shapes ..."), as API.md asks of every op's bad input."""
+    def wrap(fn):
+        def op(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except (TypeError, ValueError) as e:
+                msg = str(e)
+                if type(e) not in (TypeError, ValueError) or msg.startswith(f"{name}:"):
+                    raise
+                head, sep, rest = msg.partition(": ")
+                if sep and head.replace(".", "_").isidentifier():
+                    msg = rest
+                raise type(e)(f"{name}: {msg}") from None
+        op.__name__ = fn.__name__
+        op.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
+        op.__doc__ = fn.__doc__
+        op.__module__ = getattr(fn, "__module__", None)
+        op.__wrapped__ = fn
+        return op
+    return wrap
+
+
 def located_errors(fn):
     """Public op `fn`, whose plain TypeError/ValueError raised while tracing names the
     user's line (as the errors of the ops' type rules do), also when it comes from the op's

@@ -364,5 +364,10 @@ def function(func=None, input_signature=None, autograph=True, reduce_retracing=F
     Usable as `@gc.function`, `@gc.function(...)` or `gc.function(fn, ...)`.
     """
     def wrap(fn):
+        if not callable(fn):
+            hint = (" (an input_signature goes by keyword: "
+                    "@gc.function(input_signature=[...]))") if isinstance(fn, (list, tuple)) else ""
+            raise TypeError(f"gc.function: expected a Python function to compile, got "
+                            f"{type(fn).__name__} {fn!r}{hint}")
         return Function(fn, input_signature, autograph, reduce_retracing, backend, name)
     return wrap if func is None else wrap(func)

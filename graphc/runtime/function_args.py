@@ -147,7 +147,13 @@ def _conform(values, specs, params, fname):
 
 def _conform_leaf(fname, name, v, spec):
     from .dispatch import constant
-    if isinstance(v, sig.TensorSpec):
+    if isinstance(v, sig.TensorSpec):     # get_concrete_function(spec): it must fit, as in TF
+        if v.dtype is not spec.dtype:
+            raise TypeError(f"{fname}(): argument '{name}' is {v!r} but input_signature "
+                            f"expects {spec!r}")
+        if not spec.is_compatible_with(v):
+            raise ValueError(f"{fname}(): argument '{name}' is {v!r}, whose shape does not "
+                             f"match input_signature {spec!r}")
         return spec
     if type(v) is Tensor or hasattr(v, "dtype") and hasattr(v, "shape"):
         from .. import dtypes as _dt

@@ -80,4 +80,6 @@ def _may_be_tracked(value):
 
 
 def _snake(name):
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+    """A class name as a module name, as tf.Module's camel_to_snake: acronyms stay one word
+    (MLP -> mlp, HTTPServer -> http_server, MyModel -> my_model)."""
+    return re.sub(r"((?<=[a-z0-9])[A-Z]|(?!^)[A-Z](?=[a-z]))", r"_\1", name).lower()

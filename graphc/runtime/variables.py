@@ -259,7 +259,17 @@ class Variable:
     def __getitem__(self, index):
         return self.read_value()[index]
 
-    __array_ufunc__ = None
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """As a Tensor's, on the variable's current value: numpy's operators with it are
+        graphc ops (`ndarray + v` is a Tensor), numpy's functions (`np.exp(v)`, `np.max(v)`,
+        `np.isnan(v)`) give numpy results, as with TF variables."""
+        if any(isinstance(o, Variable) for o in kwargs.get("out", ())):
+            raise TypeError(f"np.{ufunc.__name__}(..., out=variable): numpy cannot write into "
+                            "a gc.Variable; compute the value and use v.assign(value)")
+        inputs = tuple(x.read_value() if isinstance(x, Variable) else x for x in inputs)
+        value = next(x for x in inputs if type(x) is Tensor)
+        return value.__array_ufunc__(ufunc, method, *inputs, **kwargs)
+
     __hash__ = object.__hash__
 
 
@@ -292,25 +302,31 @@ def _concrete_initial_value(initial_value, dtype):
 
 
 def _evaluate_symbolic(t):
-    """Run the part of the graph that computes `t`; it must not depend on function inputs."""
+    """Run the part of the graph that computes `t`, feeding the function inputs it reads
+    with the values of the call being traced (unknown for get_concrete_function's specs)."""
     from .executor import run_graph
     from .graph import Graph
     g = t._graph
     needed, stack = {id(t._sym)}, [t._sym]
     producers = {id(o): op for op in g.operations for o in op.outputs}
     captured = {id(v): src for v, src in g.captures if g.parent is None}
-    order, feeds = [], []
+    given = getattr(g, "input_values", None) or {}    # the traced call's own arguments (TF
+    order, feeds = [], []                                # initializes from the first call's)
     while stack:
         v = stack.pop()
         op = producers.get(id(v))
         if op is None and id(v) in captured:
             feeds.append((v, captured[id(v)]))
             continue
+        if op is None and id(v) in given:
+            feeds.append((v, given[id(v)]))
+            continue
         if op is None:
             raise ValueError(
                 f"a gc.Variable's initial value depends on '{v.name}', an input of the traced "
-                "function. Initial values must be computable once, without the function's "
-                "arguments: pass a constant, a numpy array, or a callable initializer.")
+                "function whose value is not known here (a TensorSpec given to "
+                "get_concrete_function, or a value inside a graph loop or branch). Create the "
+                "variable on a call with real arguments, or from a constant or numpy array.")
         order.append(op)
         for i in op.inputs:
             if id(i) not in needed:
@@ -321,5 +337,6 @@ def _evaluate_symbolic(t):
     sub.inputs = [v for v, _ in feeds]
     sub.operations = [op for op in g.operations if id(op) in keep]
     sub.outputs = [t._sym]
-    args = [src._np if type(src) is Tensor else src for _, src in feeds]
+    args = [src._np if type(src) is Tensor else
+            src if isinstance(src, Variable) else np.asarray(src) for _, src in feeds]
     return Tensor._concrete(run_graph(sub, args)[0])

@@ -28,7 +28,9 @@ def save(obj, export_dir, signatures=None):
     its object tree, variables, and every trace of every gc.function reachable from it by
     attribute (functions with an input_signature are traced now if they were not yet).
     `signatures`: a gc.function with an input_signature (saved as "serving_default") or a
-    dict of name -> such function; `gc.saved_model.load` runs everything without the source."""
+    dict of name -> such function (None: obj's one function with an input_signature, if it
+    has exactly one, as "serving_default"); `gc.saved_model.load` runs everything without the
+    source."""
     from .load import LoadedObject
     if not trackable.is_trackable(obj) or isinstance(obj, (Variable, list, tuple, dict)):
         raise TypeError(f"gc.saved_model.save: expected a gc.Module (or an optimizer or "
@@ -36,6 +38,8 @@ def save(obj, export_dir, signatures=None):
                         "attach functions and variables to a gc.Module and save that")
     if signatures is None and isinstance(obj, LoadedObject):
         signatures = obj.signatures           # a loaded model saved again keeps its own
+    elif signatures is None:
+        signatures = _default_signature(obj)
     saver = _Saver(obj)
     sigs = saver.signatures(signatures)
     data = {"ir_version": IR_VERSION, "objects": saver.nodes, "functions": saver.functions,
@@ -215,6 +219,16 @@ def _traces(f):
     with f._lock:
         pairs = list(zip(f._keys, f._concrete))
     return f._name, f._signature.params, f.input_signature, pairs
+
+
+def _default_signature(obj):
+    """What `signatures=None` exports, as tf.saved_model.save does: when exactly one
+    gc.function held by `obj` itself has an input_signature (of TensorSpecs), that one as
+    "serving_default"; otherwise none."""
+    found = [f for _, f in _functions(obj) if isinstance(f, Function)
+             and f.input_signature is not None
+             and all(isinstance(s, sig.TensorSpec) for s in f.input_signature)]
+    return found[0] if len(found) == 1 else None
 
 
 def _functions(o):

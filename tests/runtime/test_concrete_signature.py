@@ -63,3 +63,63 @@ def test_concrete_function_takes_tensor_arguments_by_name():
 def test_bad_keywords_name_the_tensor_arguments(kwargs, match):
     with pytest.raises(TypeError, match=match):
         concrete()(**kwargs)
+
+
+def test_get_concrete_function_checks_specs_against_the_input_signature():
+    """TF: get_concrete_function(spec) on a function with an input_signature raises when the
+    spec does not fit it (graphc returned the signature's trace for any spec)."""
+    @gc.function(input_signature=[gc.TensorSpec([None, 2], gc.float32)])
+    def f(x):
+        return x * 2.0
+    cf = f.get_concrete_function()
+    assert f.get_concrete_function(gc.TensorSpec([None, 2], gc.float32)) is cf
+    assert f.get_concrete_function(gc.TensorSpec([5, 2], gc.float32)) is cf   # fits
+    assert f.get_concrete_function(gc.ones([3, 2])) is cf
+    with pytest.raises(TypeError, match=r"argument 'x'.*float64"):
+        f.get_concrete_function(gc.TensorSpec([None, 2], gc.float64))
+    with pytest.raises(ValueError, match=r"argument 'x'.*\[None, 3\]"):
+        f.get_concrete_function(gc.TensorSpec([None, 3], gc.float32))
+    with pytest.raises(ValueError, match="argument 'x'"):
+        f.get_concrete_function(gc.TensorSpec([2], gc.float32))
+    assert f.tracing_count == 1
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_concrete_function_called_inside_a_trace(backend):
+    """As a tf ConcreteFunction, one can be called inside another compiled function (its ops
+    join that trace, variables included); graphc ran it on the symbolic inputs' missing
+    values and failed with 'unsupported operand type(s) for *: NoneType'."""
+    v = gc.Variable(2.0)
+
+    @gc.function
+    def inner(x):
+        s = x * v
+        for _ in gc.range(2):
+            s = s + 1.0
+        return s
+    cf = inner.get_concrete_function(gc.TensorSpec([], gc.float32))
+    outer = gc.function(lambda x: cf(x) * 3.0, backend=backend)
+    assert outer(gc.constant(2.0)).numpy() == 18.0
+    v.assign(1.0)
+    assert outer(gc.constant(2.0)).numpy() == 12.0      # reads the variable on each call
+
+    @gc.function(backend=backend)
+    def grads(x):
+        with gc.GradientTape() as tape:
+            tape.watch(x)
+            y = cf(x)
+        return tape.gradient(y, [x, v])
+    np.testing.assert_array_equal([g.numpy() for g in grads(gc.constant(3.0))], [1.0, 3.0])
+
+
+def test_concrete_function_under_an_eager_tape():
+    """An eager GradientTape records a ConcreteFunction's call (graphc gave None)."""
+    v = gc.Variable(2.0)
+    cf = gc.function(lambda x: x * x * v).get_concrete_function(gc.TensorSpec([], gc.float32))
+    x = gc.constant(3.0)
+    with gc.GradientTape() as tape:
+        tape.watch(x)
+        y = cf(x)
+    assert y.numpy() == 18.0
+    np.testing.assert_array_equal([g.numpy() for g in tape.gradient(y, [x, v])], [12.0, 9.0])
+    assert cf(gc.constant(1.0)).numpy() == 2.0           # a plain eager call as before

@@ -365,3 +365,12 @@ def test_input_signature_leaves_defaulted_parameters_at_their_defaults():
     assert f.tracing_count == 1
     with pytest.raises(TypeError, match="'transpose_a' is not in the input_signature"):
         f(a, a, True)
+
+
+def test_function_of_a_non_callable_is_a_type_error():
+    """Decorating something that cannot be called fails at once, as tf.function does, not on
+    the first call; a TensorSpec list passed positionally gets a hint to use the keyword."""
+    with pytest.raises(TypeError, match="expected a Python function.*int"):
+        gc.function(3)
+    with pytest.raises(TypeError, match="input_signature goes by keyword"):
+        gc.function([gc.TensorSpec([2])])

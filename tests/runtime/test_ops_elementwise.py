@@ -171,6 +171,28 @@ def test_bad_dtypes_are_type_errors(fn, words):
     raises_both(fn, TypeError, words, F)
 
 
+@pytest.mark.parametrize("fn,error,words", [
+    (lambda t: gc.sigmoid(gc.cast(t, gc.int32)), TypeError, ["sigmoid", "int32"]),
+    (lambda t: gc.nn.relu(t > 0), TypeError, ["relu", "bool"]),
+    (lambda t: gc.nn.relu6(t > 0), TypeError, ["relu6", "bool"]),
+    (lambda t: gc.clip_by_value(t, gc.zeros([4]), 1.0), ValueError,
+     ["clip_by_value", "[2,3]", "[4]"]),
+    (lambda t: gc.clip_by_value(gc.cast(t, gc.int32), 0.5, 2), TypeError,
+     ["clip_by_value", "0.5", "int32"]),
+    (lambda t: gc.clip_by_value(t[0], gc.zeros([4, 3]), 1.0), ValueError,
+     ["clip_by_value", "[3]", "[4,3]"]),
+    (lambda t: t + gc.zeros([2, -1]), ValueError, ["zeros", "negative"]),
+    (lambda t: t + gc.ones([-2]), ValueError, ["ones", "negative"]),
+    (lambda t: t + gc.random.normal([2, -1]), ValueError, ["random.normal", "negative"]),
+    (lambda t: gc.range(0, 3, dtype=gc.bool), TypeError, ["range", "bool"]),
+])
+def test_composite_ops_name_themselves_in_errors(fn, error, words):
+    """API.md: bad input to any op raises TypeError/ValueError naming the op -- the op the
+    user called, not the primitive it is built from (sigmoid said 'exp:', relu 'maximum:',
+    clip_by_value 'maximum:', zeros 'fill:'); and gc.range refuses dtype bool as TF does."""
+    raises_both(fn, error, words, F)
+
+
 # -- partially unknown shapes -----------------------------------------------------------
 @pytest.mark.parametrize("fn,shape", [
     (lambda x: x + 1.0, (None, 3)),

@@ -209,3 +209,22 @@ def test_runtime_errors_of_dynamic_shapes_are_invalid_argument():
                     input_signature=[gc.TensorSpec([2, None]), gc.TensorSpec([2, None])])
     with pytest.raises(gc.errors.InvalidArgumentError, match="concat"):
         g(np.zeros((2, 3), np.float32), np.zeros((2, 4), np.float32))
+
+
+@pytest.mark.parametrize("args,dtype,values", [
+    ((gc.constant(0), gc.constant(2.5)), gc.float32, [0.0, 1.0, 2.0]),
+    ((gc.constant(0), gc.constant(2.5, dtype=gc.float64)), gc.float64, [0.0, 1.0, 2.0]),
+    ((gc.constant(0), gc.constant(3, dtype=gc.int64)), gc.int64, [0, 1, 2]),
+    ((0.5, gc.constant(3)), gc.float32, [0.5, 1.5, 2.5]),
+    ((0, 1, 0.25), gc.float32, [0.0, 0.25, 0.5, 0.75]),
+    ((2**40, 2**40 + 2), gc.int64, [2**40, 2**40 + 1]),
+    ((5,), gc.int32, [0, 1, 2, 3, 4]),
+])
+def test_range_infers_the_widest_dtype_of_its_arguments(args, dtype, values):
+    """tf.range takes the widest of start/limit/delta's dtypes (int32 < int64 < float32 <
+    float64); graphc took the first tensor's, so range(int tensor 0, float tensor 2.5) gave
+    int32 [0, 1] (2.5 truncated) instead of float32 [0, 1, 2]."""
+    for r in (gc.range(*args),
+              gc.function(lambda *a: gc.range(*a), backend="numpy")(*args)):
+        assert r.dtype is dtype
+        np.testing.assert_array_equal(r.numpy(), values)

@@ -164,7 +164,39 @@ def test_variable_creation_on_a_later_trace_raises():
         f(gc.ones([3]))
 
 
-def test_variable_initial_value_may_not_depend_on_arguments():
+def test_variable_initial_value_may_depend_on_the_first_calls_arguments():
+    """As in TF (an initializer it cannot lift runs on the first call): `gc.Variable(x * 2)`
+    under the create-once idiom starts from the first call's x and keeps that value."""
+    class Lazy(gc.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = None
+
+        @gc.function
+        def __call__(self, x):
+            if self.w is None:
+                self.w = gc.Variable(x * 2.0)
+            self.w.assign_add(gc.ones_like(x))
+            return self.w + x
+    m = Lazy()
+    np.testing.assert_array_equal(m(gc.constant([1.0, 2.0])).numpy(), [4.0, 7.0])
+    np.testing.assert_array_equal(m.w.numpy(), [3.0, 5.0])
+    np.testing.assert_array_equal(m(gc.constant([5.0, 5.0])).numpy(), [9.0, 11.0])
+    np.testing.assert_array_equal(Lazy()(np.array([1.0], np.float32)).numpy(), [4.0])
+
+    holder = []
+
+    @gc.function
+    def from_variable_argument(v, x):
+        if not holder:
+            holder.append(gc.Variable(v * 2.0 + x))
+        return holder[0] + 0.0
+    src = gc.Variable(3.0)
+    assert from_variable_argument(src, gc.constant(1.0)).numpy() == 7.0
+    assert from_variable_argument(src, gc.constant(5.0)).numpy() == 7.0
+
+
+def test_variable_initial_value_from_an_argument_without_a_value_raises():
     holder = []
 
     @gc.function
@@ -173,7 +205,7 @@ def test_variable_initial_value_may_not_depend_on_arguments():
             holder.append(gc.Variable(x * 2.0))
         return x
     with pytest.raises(ValueError, match="depends on 'x'"):
-        f(gc.constant(1.0))
+        f.get_concrete_function(gc.TensorSpec([], gc.float32))
 
 
 def test_module_tracks_variables_and_submodules_in_stable_order():
@@ -266,3 +298,21 @@ def test_updates_never_change_values_read_earlier():
     np.testing.assert_array_equal(kept[0].numpy(), [1.5] * 3)
     np.testing.assert_array_equal(kept[1].numpy(), [2.5] * 3)
     np.testing.assert_array_equal(v.numpy(), [3.5] * 3)
+
+
+def test_default_module_names_follow_tf_camel_to_snake():
+    """tf.Module names an unnamed module by its class, acronyms kept as one word."""
+    class MLP(gc.Module):
+        pass
+
+    class HTTPServer(gc.Module):
+        pass
+
+    class MyModel(gc.Module):
+        pass
+
+    class ResNet50(gc.Module):
+        pass
+    assert [MLP().name, HTTPServer().name, MyModel().name, ResNet50().name] == \
+        ["mlp", "http_server", "my_model", "res_net50"]
+    assert gc.Module().name == "module"

@@ -209,6 +209,25 @@ def test_numpy_functions_on_concrete_tensors_as_tf_eager_tensors():
         np.add(np.ones(2, np.float32), 1, out=t)
 
 
+def test_numpy_functions_and_operators_on_variables_as_on_tensors():
+    """A gc.Variable is usable wherever a tensor is (API.md), numpy's ufuncs included, as
+    with TF variables: np.exp(v) / np.max(v) / np.isnan(v) raised 'operand Variable does not
+    support ufuncs' while np.sum(t) and np.exp(t) worked on tensors."""
+    v = gc.Variable([1.0, 4.0])
+    assert np.max(v) == 4.0 and np.sum(v) == 5.0
+    np.testing.assert_array_equal(np.sqrt(v), [1.0, 2.0])
+    np.testing.assert_array_equal(np.isnan(v), [False, False])
+    np.testing.assert_array_equal(np.abs(v), [1.0, 4.0])
+    for got, want in [(np.ones(2, np.float32) + v, [2.0, 5.0]), (np.add(v, v), [2.0, 8.0]),
+                      (np.full(2, 2.0, np.float32) < v, [False, True])]:
+        assert type(got) is gc.Tensor
+        np.testing.assert_array_equal(got.numpy(), want)
+    v.assign([9.0, 16.0])
+    np.testing.assert_array_equal(np.sqrt(v), [3.0, 4.0])          # the current value
+    with pytest.raises(TypeError, match="v.assign"):
+        np.exp(np.ones(2, np.float32), out=v)
+
+
 def test_numpy_operators_with_a_tensor_stay_tensor_ops():
     t = gc.constant([1.0, 4.0])
     for got, want in [(np.ones(2, np.float32) + t, [2.0, 5.0]),

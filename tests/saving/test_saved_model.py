@@ -344,3 +344,25 @@ def test_signatures_inside_a_trace_and_under_a_tape(tmp_path):
         loss = gc.reduce_sum(serve(x=X)["scores"] ** 2)
     np.testing.assert_allclose(tape.gradient(loss, loaded.layers[0].w).numpy(), _grad_w0(m),
                                rtol=1e-6)
+
+
+def test_signatures_left_out_export_the_one_function_with_an_input_signature(tmp_path):
+    """tf.saved_model.save: with `signatures` omitted, the object's single tf.function with an
+    input_signature is exported as "serving_default"; with two or more, none is."""
+    m = Model()                       # predict has an input_signature, count has none
+    gc.saved_model.save(m, str(tmp_path / "one"))
+    loaded = gc.saved_model.load(str(tmp_path / "one"))
+    assert list(loaded.signatures) == ["serving_default"]
+    out = loaded.signatures["serving_default"](x=X)
+    np.testing.assert_array_equal(out["scores"].numpy(), m.predict(X)["scores"].numpy())
+
+    m2 = gc.Module()
+    m2.f = gc.function(lambda a: a + 1.0, input_signature=[gc.TensorSpec([2])])
+    m2.g = gc.function(lambda a: a * 2.0, input_signature=[gc.TensorSpec([2])])
+    gc.saved_model.save(m2, str(tmp_path / "two"))
+    assert list(gc.saved_model.load(str(tmp_path / "two")).signatures) == []
+
+    m3 = gc.Module()
+    m3.layer = Model()                # only the root's own functions are candidates
+    gc.saved_model.save(m3, str(tmp_path / "nested"))
+    assert list(gc.saved_model.load(str(tmp_path / "nested")).signatures) == []

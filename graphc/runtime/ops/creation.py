@@ -2,7 +2,8 @@
 import numpy as np
 
 from ... import dtypes as _dt
-from ..dispatch import bind, constant, convert_to_tensor, is_number
+from ..context import composite_errors
+from ..dispatch import _to_array, bind, constant, convert_to_tensor, is_number
 from ..registry import register, ELEMENTWISE, OPAQUE
 from ..static_value import static_value
 from ..tensor import Tensor, OPS
@@ -58,11 +59,13 @@ def fill(dims, value, name=None):
     return bind("fill", value, shape=shape)
 
 
+@composite_errors("zeros")
 def zeros(shape, dtype=_dt.float32, name=None):
     """A tensor of zeros."""
     return fill(shape, constant(0, _dt.as_dtype(dtype)))
 
 
+@composite_errors("ones")
 def ones(shape, dtype=_dt.float32, name=None):
     """A tensor of ones."""
     return fill(shape, constant(1, _dt.as_dtype(dtype)))
@@ -109,20 +112,24 @@ register("range", _range_infer, _range_impl, kind=OPAQUE, nondiff=True)
 def range(start, limit=None, delta=1, dtype=None, name="range"):
     """Numbers from `start` (inclusive) to `limit` (exclusive) by `delta`, like tf.range.
 
-    int arguments give int32, any float argument gives float32, unless `dtype` is set.
+    Without `dtype`, the widest of the arguments' dtypes (int32 < int64 < float32 < float64,
+    Python ints int32 and floats float32), as tf.range infers it.
     """
     if limit is None:
         start, limit = 0, start
     args = (start, limit, delta)
-    if dtype is None:
-        tensors = [a for a in args if not is_number(a)]
-        if tensors:
-            dtype = convert_to_tensor(tensors[0]).dtype
-        elif any(isinstance(a, float) for a in args):
-            dtype = _dt.float32
-        else:
-            dtype = _dt.int32
+    if dtype is None:       # as TF: the widest of the three arguments' dtypes
+        order = [_dt.int32, _dt.int64, _dt.float32, _dt.float64]
+        kinds = [_dt.as_dtype(_to_array(a, None)[0].dtype) if is_number(a)   # no graph op
+                 else convert_to_tensor(a).dtype for a in args]
+        bad = [k.name for k in kinds if k not in order]
+        if bad:
+            raise TypeError(f"range: start, limit and delta must be numbers, got {bad[0]}")
+        dtype = max(kinds, key=order.index)
     dtype = _dt.as_dtype(dtype)
+    if dtype is _dt.bool_:       # as TF: a range counts, so it needs a numeric dtype
+        raise TypeError("range: dtype bool is not supported; use int32, int64, float32 or "
+                        "float64")
     if all(is_number(a) for a in args):
         if delta == 0:
             raise ValueError("range: delta must not be zero")

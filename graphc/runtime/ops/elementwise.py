@@ -7,6 +7,7 @@ from ... import dtypes as _dt
 from ...errors import InvalidArgumentError
 from ..dispatch import bind, convert_like, convert_to_tensor
 from ..autodiff.tape import unbroadcast
+from ..context import composite_errors
 from ..registry import register, ELEMENTWISE
 from ..tensor import OPS as P
 from ._rules import (FLOAT, NUMERIC, INTEGER, BOOL, ANY, check_kind, same_dtype,
@@ -229,16 +230,25 @@ def cast(x, dtype, name=None):
     return bind("cast", x, dtype=dtype)
 
 
+@composite_errors("sigmoid")
 def sigmoid(x, name=None):
     """1 / (1 + exp(-x)), a composite of primitives."""
     x = convert_to_tensor(x)
     return PUBLIC["divide"](1.0, PUBLIC["add"](1.0, PUBLIC["exp"](PUBLIC["negative"](x))))
 
 
+@composite_errors("clip_by_value")
 def clip_by_value(t, clip_value_min, clip_value_max, name=None):
-    """min(max(t, lo), hi) elementwise."""
+    """min(max(t, lo), hi) elementwise. As TF, the bounds may not broadcast `t` larger."""
     t = convert_to_tensor(t)
-    return PUBLIC["minimum"](PUBLIC["maximum"](t, clip_value_min), clip_value_max)
+    out = PUBLIC["minimum"](PUBLIC["maximum"](t, clip_value_min), clip_value_max)
+    if len(out.shape) != len(t.shape) or any(
+            a is not None and b is not None and a != b for a, b in zip(out.shape, t.shape)):
+        dims = lambda s: "[" + ",".join("?" if d is None else str(d) for d in s) + "]"
+        raise ValueError(f"clip_by_value: the clip bounds would broadcast t of shape "
+                         f"{dims(t.shape)} to {dims(out.shape)}; bounds must broadcast to "
+                         "t's own shape")
+    return out
 
 
 PUBLIC.update(where=where, cast=cast, sigmoid=sigmoid, clip_by_value=clip_by_value)

@@ -7,6 +7,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...errors import InvalidArgumentError
+from ..context import composite_errors
 from ..dispatch import bind, convert_like, convert_to_tensor
 from ..registry import register, RANDOM
 from ._rules import FLOAT, INTEGER, check_kind, tensor
@@ -104,6 +105,7 @@ def _shape(shape):
     return None, (dims,)
 
 
+@composite_errors("random.normal")
 def normal(shape, mean=0.0, stddev=1.0, dtype=_dt.float32, seed=None, name=None):
     """Samples from N(mean, stddev^2); fresh on every call of a compiled function. `shape`
     may be a tensor known only at run time (`gc.shape(x)`)."""
@@ -113,6 +115,7 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=_dt.float32, seed=None, name=None)
                 *dims, shape=static, dtype=dtype, seed=seed)
 
 
+@composite_errors("random.uniform")
 def uniform(shape, minval=0.0, maxval=1.0, dtype=_dt.float32, seed=None, name=None):
     """Samples from U[minval, maxval); fresh on every call of a compiled function. `shape`
     may be a tensor known only at run time (`gc.shape(x)`). For an integer dtype (as TF)
