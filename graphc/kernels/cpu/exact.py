@@ -3,6 +3,8 @@
 - `wadd`, `wsub`, `wmul`, `wneg`, `wabs`: two's complement integer arithmetic that wraps as
   numpy's does. numba emits `add nsw`/`mul nsw` (overflow is undefined behaviour), so LLVM
   may fold `x + 1 > x` to True; these emit the plain instructions.
+- `ifloordiv`, `imod`: numpy's floored integer division, raising ZeroDivisionError for a
+  zero divisor, emitted in place in the operands' width.
 - `to_int32`, `to_int64`: float -> int casts giving what numpy gives on x86 (INT_MIN for
   NaN, inf and out-of-range values) instead of LLVM's `fptosi` poison.
 - `stack_array`: a small array on the stack (no allocation; LLVM keeps it in registers).
@@ -67,6 +69,46 @@ wsub = _wrapping("wsub", lambda b, x, y: b.sub(x, y), 2)
 wmul = _wrapping("wmul", lambda b, x, y: b.mul(x, y), 2)
 wneg = _wrapping("wneg", lambda b, x: b.sub(ir.Constant(x.type, 0), x), 1)
 wabs = _wrapping("wabs", _abs, 1)       # abs(INT_MIN) is INT_MIN, as in numpy
+
+
+def _divide(name, mod):
+    """Integer `a // b` or `a % b` as numpy gives them (floored; INT_MIN // -1 wraps to
+    INT_MIN, x % -1 is 0), raising ZeroDivisionError for b == 0 (compiled loops catch it
+    and rerun interpreted for numpy's own result and warning). Emitted in place, in the
+    operands' own width: numba's `%` on int32 computes in int64, and a constant divisor's
+    magic-number multiply in 64-bit lanes made the scalar while loop's `i * i % 7` (20k
+    steps, vectorized) 24 us instead of 6.6."""
+    def call(typingctx, a, b):
+        if not (isinstance(a, types.Integer) and isinstance(b, types.Integer)):
+            raise TypingError(f"exact.{name}: expected integers, got {a}, {b}")
+        ty = typingctx.unify_types(a, b)
+
+        def codegen(context, builder, sig, args):
+            x = context.cast(builder, args[0], sig.args[0], ty)
+            y = context.cast(builder, args[1], sig.args[1], ty)
+            zero, one = ir.Constant(x.type, 0), ir.Constant(x.type, 1)
+            with cgutils.if_unlikely(builder, builder.icmp_unsigned("==", y, zero)):
+                context.call_conv.return_user_exc(builder, ZeroDivisionError,
+                                                  ("integer division by zero",))
+            if not ty.signed:
+                return builder.urem(x, y) if mod else builder.udiv(x, y)
+            minus_one = builder.icmp_signed("==", y, ir.Constant(x.type, -1))
+            y1 = builder.select(minus_one, one, y)      # sdiv/srem by -1 can trap
+            q, r = builder.sdiv(x, y1), builder.srem(x, y1)
+            floor = builder.and_(builder.icmp_signed("!=", r, zero),
+                                 builder.icmp_signed("<", builder.xor(r, y1), zero))
+            if mod:
+                return builder.select(floor, builder.add(r, y1), r)
+            q = builder.select(floor, builder.sub(q, one), q)
+            return builder.select(minus_one, builder.sub(zero, x), q)
+        return ty(a, b), codegen
+
+    call.__name__ = call.__qualname__ = name
+    return intrinsic(call)
+
+
+ifloordiv = _divide("ifloordiv", mod=False)
+imod = _divide("imod", mod=True)
 
 
 @njit(error_model="numpy")

@@ -14,8 +14,8 @@ from numba import njit
 from numpy import bool_, float32, float64, int32, int64  # noqa: F401 - used by templates
 
 from .exact import (block_sum, buffer_sum, cascade_push, cascade_total,  # noqa: F401
-                    row_maximum, row_minimum, stack_array, to_int32, to_int64, wabs, wadd,
-                    wmul, wneg, wsub)
+                    ifloordiv, imod, row_maximum, row_minimum, stack_array, to_int32,
+                    to_int64, wabs, wadd, wmul, wneg, wsub)
 from ..vecmath.bits import prefer_vector_width  # noqa: F401 - see codegen.vector_width
 
 _INLINE = dict(error_model="numpy")
@@ -118,25 +118,6 @@ def ipow(a, b):
         base = wmul(base, base)
         e >>= 1
     return r
-
-
-@njit(**_INLINE)
-def ifloordiv(a, b):
-    # error_model='numpy' gives 0; compiled loops catch this and rerun interpreted
-    if b == 0:
-        raise ZeroDivisionError("integer division by zero")
-    if b == -1:    # INT_MIN // -1 wraps to INT_MIN in numpy (numba gives 0)
-        return wneg(a)
-    return a // b
-
-
-@njit(**_INLINE)
-def imod(a, b):
-    if b == 0:
-        raise ZeroDivisionError("integer division by zero")
-    if b == -1:
-        return a - a
-    return a % b
 
 
 # Without vecmath the "fast" variants are the plain ones and never ask for a redo.
