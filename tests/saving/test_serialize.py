@@ -96,6 +96,14 @@ def gradients(x):
     return tape.gradient(loss, x)
 
 
+def gradients_unknown_dims(x, n):
+    v = gc.cast(gc.range(n), gc.float32)        # float32[?]: 1 at run time broadcasts
+    with gc.GradientTape() as tape:
+        tape.watch(v)
+        loss = gc.reduce_sum(v * x[0])          # so v's gradient sums at run time
+    return tape.gradient(loss, v) * 2.0 + gc.tanh(v)      # a fused group on top
+
+
 X = np.array([[1.5, -0.5, 2.0], [0.25, 3.0, -1.0]], np.float32)
 CASES = [
     ("elementwise", elementwise, lambda: (NAN_INF, INTS)),
@@ -104,6 +112,8 @@ CASES = [
     ("control_negative", control, lambda: (-X, np.int32(2))),
     ("effects", effects, lambda: (X, None)),
     ("gradients", gradients, lambda: (X,)),
+    ("gradients_unknown_dims", gradients_unknown_dims, lambda: (X, np.int32(1))),
+    ("gradients_unknown_dims_3", gradients_unknown_dims, lambda: (X, np.int32(3))),
 ]
 
 

@@ -315,11 +315,28 @@ def stop_gradient(x, name=None):
     return bind("stop_gradient", convert_to_tensor(x))
 
 
-def unbroadcast(g, shape):
-    """Sum `g` over the axes that broadcasting added to reach it from `shape`."""
+def unbroadcast(g, like, *others, core=0):
+    """Sum `g` over the axes that broadcasting added to reach it from tensor `like`'s shape
+    (`others`: the tensors it was broadcast against; the last `core` dims never broadcast,
+    e.g. matmul's matrices). Known from the static shapes, or, where `like` has a dim
+    unknown until run time that may have been 1 while another operand's was not, by the
+    sum_to_shape op on its run-time shape (else x of shape [None], 1 at run time, times
+    y of 5 got a gradient of 5 elements)."""
     ops = _ops()
-    gshape = g.shape
-    if tuple(gshape) == tuple(shape):
+    gshape, shape = tuple(g.shape), tuple(like.shape)
+    n = len(shape)
+
+    def may_broadcast(i):
+        k = n - i                       # the axis counted from the right
+        if shape[i] is not None or k <= core or gshape[-k] == 1:
+            return False
+        return not others or any(len(o.shape) >= k and o.shape[-k] != 1 for o in others)
+    if any(may_broadcast(i) for i in range(n)):
+        from ..dispatch import bind
+        from ... import dtypes
+        return bind("sum_to_shape", g, bind("shape", like, out_type=dtypes.int32),
+                    shape=shape)
+    if gshape == shape:
         return g
     lead = len(gshape) - len(shape)
     axes = list(range(lead))

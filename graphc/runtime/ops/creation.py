@@ -140,21 +140,38 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):
 
 
 def eye(num_rows, num_columns=None, dtype=_dt.float32, name=None):
-    """The identity matrix (num_rows x num_columns)."""
+    """The identity matrix (num_rows x num_columns); the sizes may be traced scalars."""
     dtype = _dt.as_dtype(dtype)
+    if any(type(n) is Tensor and n.is_symbolic and static_value(n) is None
+           for n in (num_rows, num_columns)):
+        return _eye_dynamic(num_rows, num_columns, dtype)
+    sizes = []
     for what, n in (("num_rows", num_rows), ("num_columns", num_columns)):
         if n is None and what == "num_columns":
+            sizes.append(None)
             continue
-        if type(n) is Tensor and not n.is_symbolic:
-            n = n.numpy()
+        if type(n) is Tensor:
+            n = n.numpy() if not n.is_symbolic else static_value(n)
+            n = n[()] if isinstance(n, np.ndarray) and n.ndim == 0 else n
         if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) \
                 or np.ndim(n) != 0:
             raise TypeError(f"eye: {what} must be an int, got {n!r}")
         if n < 0:
             raise ValueError(f"eye: {what} must be non-negative, got {int(n)}")
-    num_rows = int(num_rows)
-    num_columns = None if num_columns is None else int(num_columns)
+        sizes.append(int(n))
+    num_rows, num_columns = sizes
     return constant(np.eye(num_rows, num_columns, dtype=dtype.np), dtype)
+
+
+def _eye_dynamic(num_rows, num_columns, dtype):
+    """eye with a size known only at run time: row index == column index, as a dtype."""
+    for what, n in (("num_rows", num_rows), ("num_columns", num_columns)):
+        if type(n) is Tensor and (n.shape != () or not n.dtype.is_integer):
+            raise TypeError(f"eye: {what} must be an int scalar, got {n!r}")
+    rows = range(num_rows, dtype=_dt.int64)
+    cols = rows if num_columns is None else range(num_columns, dtype=_dt.int64)
+    same = OPS["equal"](OPS["expand_dims"](rows, 1), OPS["expand_dims"](cols, 0))
+    return OPS["cast"](same, dtype)
 
 
 PUBLIC = dict(fill=fill, zeros=zeros, ones=ones, zeros_like=zeros_like, ones_like=ones_like,

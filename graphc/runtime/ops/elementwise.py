@@ -45,8 +45,8 @@ def _binary(name, np_fn, scalar, kind=NUMERIC, out=None, vjp=None):
     def rule(gs, outs, ins):
         x, y = ins
         dx, dy = vjp(gs[0], outs[0], x, y)
-        return [None if dx is None else unbroadcast(dx, x.shape),
-                None if dy is None else unbroadcast(dy, y.shape)]
+        return [None if dx is None else unbroadcast(dx, x, y),
+                None if dy is None else unbroadcast(dy, y, x)]
     register(name, infer, np_fn, kind=ELEMENTWISE, scalar=scalar,
              vjp=None if vjp is None else rule, nondiff=vjp is None)
 
@@ -166,8 +166,8 @@ def _where_vjp(gs, outs, ins):
     c, x, y = ins
     g = gs[0]
     # a scalar 0 (not zeros_like) keeps fused kernels from reading a materialized zero array
-    return [None, unbroadcast(P["where"](c, g, 0), x.shape),
-            unbroadcast(P["where"](c, 0, g), y.shape)]
+    return [None, unbroadcast(P["where"](c, g, 0), x, c, y),
+            unbroadcast(P["where"](c, 0, g), y, c, x)]
 
 
 register("where", _where_infer, np.where, kind=ELEMENTWISE, scalar="({1} if {0} else {2})",

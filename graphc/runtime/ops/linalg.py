@@ -54,11 +54,11 @@ def _matmul_vjp(gs, outs, ins, transpose_a, transpose_b, needs=(True, True)):
     if needs[0]:
         da = matmul(b, g, transpose_a=tb, transpose_b=True) if ta else \
             matmul(g, b, transpose_b=not tb)
-        da = unbroadcast(da, a.shape)
+        da = unbroadcast(da, a, b, core=2)
     if needs[1]:
         db = matmul(g, a, transpose_a=True, transpose_b=ta) if tb else \
             matmul(a, g, transpose_a=not ta)
-        db = unbroadcast(db, b.shape)
+        db = unbroadcast(db, b, a, core=2)
     return [da, db]
 
 

@@ -287,6 +287,27 @@ register("cumsum", _cumsum_infer, _cumsum_impl, kind=OPAQUE,
              "cumsum", gs[0], axis=axis, exclusive=exclusive, reverse=not reverse)])
 
 
+# -- sum_to_shape: undoing a broadcast whose axes are known only at run time ------------------
+def _sum_to_infer(types, shape):
+    return [tensor(types[0].dtype, tuple(shape))]
+
+
+def _sum_to_impl(g, dims, shape):
+    """`g` summed over the axes numpy broadcasting added or stretched to reach it from
+    `dims` (a run-time shape), as TF's BroadcastGradientArgs + Sum."""
+    target = tuple(int(d) for d in dims)
+    lead = g.ndim - len(target)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(target)
+                                      if d == 1 and g.shape[lead + i] != 1)
+    if not axes:
+        return g
+    return np.sum(g, axis=axes, dtype=g.dtype, keepdims=True).reshape(target)
+
+
+register("sum_to_shape", _sum_to_infer, _sum_to_impl, kind=OPAQUE,
+         vjp=lambda gs, outs, ins, shape: [_like_input(gs[0], ins[0]), None])
+
+
 def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
     """Running sum along `axis` (TF's `exclusive` and `reverse` options supported)."""
     x = convert_to_tensor(x)

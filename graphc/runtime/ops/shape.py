@@ -11,7 +11,7 @@ from ...errors import InvalidArgumentError
 from ..dispatch import bind, constant, convert_like, convert_to_tensor
 from ..registry import register, SHAPE
 from ..static_value import static_value
-from ..tensor import Tensor
+from ..tensor import OPS, Tensor
 from ._rules import INTEGER, check_kind, same_dtype, tensor
 from .reduce import static_int, normalize_axis, normalize_axes, run_checked
 
@@ -378,7 +378,7 @@ def _broadcast_impl(x, *dynamic, shape=None):
 
 def _broadcast_vjp(gs, outs, ins, shape=None):
     from ..autodiff.tape import unbroadcast
-    return [unbroadcast(gs[0], ins[0].shape), None]
+    return [unbroadcast(gs[0], ins[0]), None]
 
 
 register("broadcast_to", _broadcast_infer, _broadcast_impl, kind=SHAPE, vjp=_broadcast_vjp)
@@ -417,15 +417,35 @@ register("tile", _tile_infer, lambda x, multiples: np.tile(x, multiples), kind=S
 
 
 def tile(input, multiples, name=None):
-    """Repeat `input` `multiples[i]` times along each axis i (multiples must be static)."""
+    """Repeat `input` `multiples[i]` times along each axis i (multiples may be a traced
+    tensor: then the result's dims are known at run time)."""
     x = convert_to_tensor(input)
     if type(multiples) is Tensor and static_value(multiples) is not None:
         multiples = static_value(multiples).tolist()
     if type(multiples) is Tensor:
-        raise TypeError("tile: multiples must be static (a list of ints) inside a compiled "
-                        "function; got a symbolic tensor")
+        return _tile_dynamic(x, multiples)
     m = tuple(static_int("tile", v, "a multiple") for v in multiples)
     return bind("tile", x, multiples=m)
+
+
+def _tile_dynamic(x, multiples):
+    """tile with multiples known only at run time (a traced tensor), as tf.tile takes them:
+    x seen as [1, d0, 1, d1, ...], broadcast to [m0, d0, m1, d1, ...], reshaped to
+    [m0*d0, m1*d1, ...] (the same elements in the same order as the tile op)."""
+    rank = len(x.shape)
+    if multiples.dtype not in (_dt.int32, _dt.int64):
+        raise TypeError(f"tile: multiples must be int32 or int64, got {multiples.dtype.name}")
+    if tuple(multiples.shape) != (rank,):
+        raise ValueError(f"tile: multiples must be a vector of length {rank} (the rank of "
+                         f"the input {list(x.shape)}), got shape {list(multiples.shape)}")
+    if rank == 0:
+        return x
+    m = OPS["cast"](multiples, _dt.int32)
+    dims = shape(x)
+    ones = constant(np.ones(rank, np.int32))
+    inner = reshape(stack([ones, dims], axis=1), [-1])          # 1, d0, 1, d1, ...
+    wide = reshape(stack([m, dims], axis=1), [-1])              # m0, d0, m1, d1, ...
+    return reshape(broadcast_to(reshape(x, inner), wide), m * dims)
 
 
 PUBLIC = dict(reshape=reshape, transpose=transpose, expand_dims=expand_dims, squeeze=squeeze,
