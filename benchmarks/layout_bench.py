@@ -6,8 +6,8 @@ Run:  PYTHONPATH=. python3 benchmarks/layout_bench.py [--size 1024] [--rounds 5]
 Medians of interleaved rounds in this one run; compare ratios within the table. A flat
 group (the chain) runs its kernel over F-ordered memory as it is and on a C-contiguous
 copy of any other layout; a group with reductions (softmax) on copies, where its measured
-choice keeps the numpy rules when the copy costs more than the kernel saves (numpy's copy
-of a transposed array does not tile: ~5 ms for 4 MB).
+choice (one per mix of input layouts) keeps the numpy rules when the copy costs more than
+the kernel saves (numpy's copy of a transposed array does not tile: ~5 ms for 4 MB).
 """
 import argparse
 import statistics

@@ -18,7 +18,7 @@ def compiled(runner, lay, how, arrays):
     measured choice. Starts the compile on the first ask. A kernel on disk loads in the
     calling thread, as in sync mode: a second process starts on compiled code."""
     job = lay.jobs.get(how)
-    spec = lay.flat_spec if how in groups.FLAT_WAYS else lay.spec
+    spec = lay.flat_spec if groups.is_flat(how) else lay.spec
     if job is None:
         key = cache.kernel_key(spec.canonical())
         loaded = kernel._KERNELS.get(key)
@@ -126,11 +126,11 @@ def signature(group, lay, how, arrays):
     """What the numba types of `GroupRunner._run_kernel`'s call are made of, for the
     compile thread (numba.typeof here would import numpy.ma into the first call: 0.13 s).
     Every array reaches the kernel C-contiguous (a view or a copy, groups.how_called)."""
-    copied = how in groups.COPIED
-    ins = [(a.dtype, (1 if a.ndim else 0) if how in groups.FLAT_WAYS else a.ndim,
+    copied = groups.is_copied(how)
+    ins = [(a.dtype, (1 if a.ndim else 0) if groups.is_flat(how) else a.ndim,
             not a.flags.writeable and not (copied and not a.flags.c_contiguous))
            for a in arrays]
-    if how in groups.FLAT_WAYS:
+    if groups.is_flat(how):
         outs = [(v.type.dtype.np, 1) for v in group.outputs]
         dims = 1
     else:
