@@ -1,6 +1,7 @@
 """The `graphc` command line: one module per subcommand, each with `add_parser` and `run`."""
 import argparse
 import importlib
+import os
 import sys
 
 # subcommand name -> module under graphc.cli (modules are imported lazily, so a missing
@@ -37,6 +38,11 @@ def main(argv=None):
     except UsageError as e:
         print(f"graphc {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # the reader went away (`graphc graph ... | head`): stop quietly, as other Unix
+        # tools do, and keep the interpreter's final flush from raising again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141      # 128 + SIGPIPE, what a shell reports for a killed writer
 
 
 if __name__ == "__main__":

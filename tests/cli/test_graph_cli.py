@@ -207,3 +207,17 @@ def test_the_real_numba_report_follows_the_optimized_graph(monkeypatch, sample, 
     sections = out.split("\n\n")
     assert code == 0 and len(sections) >= 3 and sections[1].startswith("// optimized graph")
     assert sections[2].strip()
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(sample):
+    """`graphc graph ... | head -1`: the writer stops quietly with status 141 (SIGPIPE)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=root)
+    proc = subprocess.Popen([sys.executable, "-m", "graphc", "graph", f"{sample}::chain",
+                             "--arg", "float32[2,3]", "--arg", "float32[3]"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc.stdout.readline()
+    proc.stdout.close()                  # the reader goes away after one line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) in (0, 141)   # 0: all was written before the close
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
