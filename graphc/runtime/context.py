@@ -1,5 +1,6 @@
 """Which graph (if any) ops are being traced into, and where in the user's code we are."""
 import ast
+import functools
 import linecache
 import os
 import sys
@@ -185,6 +186,7 @@ def composite_errors(name):
     inner op ("maximum: incompatible shapes ...") names the op the user called instead
     ("clip_by_value: incompatible shapes ..."), as API.md asks of every op's bad input."""
     def wrap(fn):
+        @functools.wraps(fn)
         def op(*args, **kwargs):
             try:
                 return fn(*args, **kwargs)
@@ -196,11 +198,6 @@ def composite_errors(name):
                 if sep and head.replace(".", "_").isidentifier():
                     msg = rest
                 raise type(e)(f"{name}: {msg}") from None
-        op.__name__ = fn.__name__
-        op.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
-        op.__doc__ = fn.__doc__
-        op.__module__ = getattr(fn, "__module__", None)
-        op.__wrapped__ = fn
         return op
     return wrap
 
@@ -209,6 +206,7 @@ def located_errors(fn):
     """Public op `fn`, whose plain TypeError/ValueError raised while tracing names the
     user's line (as the errors of the ops' type rules do), also when it comes from the op's
     own argument checks. Eager errors pass as they are (the traceback shows the line)."""
+    @functools.wraps(fn)
     def op(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
@@ -220,9 +218,4 @@ def located_errors(fn):
             if loc is None:
                 raise
             raise type(e)(f"{e} (while tracing {format_location(loc)})") from None
-    op.__name__ = fn.__name__
-    op.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
-    op.__doc__ = fn.__doc__
-    op.__module__ = getattr(fn, "__module__", None)
-    op.__wrapped__ = fn
     return op
