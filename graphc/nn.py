@@ -106,7 +106,9 @@ def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None
             a is not None and b is not None and a != b for a, b in zip(y.shape, x.shape)):
         raise ValueError(f"{op}: labels of shape {_dims(y.shape)} must have the shape of logits "
                          f"{_dims(x.shape)} without its last (class) dimension")
-    from .runtime.ops.shape import shape
+    from .runtime.ops.shape import shape, check_shape
+    y = check_shape(y, x, f"{op}: labels of shape {{got}} must have the shape of logits "
+                    "{full} without its last (class) dimension", drop=1)
     depth = x.shape[-1] if x.shape[-1] is not None else shape(x)[-1]
     y = check_class_ids(y, depth, op)
     mask = _one_hot(y, depth, on_value=True, off_value=False, dtype=_dt.bool_)
@@ -128,6 +130,9 @@ def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=No
                                for a, b in zip(y.shape, x.shape)):
         raise ValueError(f"{op}: labels of shape {_dims(y.shape)} and logits of shape "
                          f"{_dims(x.shape)} must have the same shape")
+    from .runtime.ops.shape import check_shape
+    y = check_shape(y, x, f"{op}: labels of shape {{got}} and logits of shape {{full}} must "
+                    "have the same shape")
     return _E["negative"](_R["reduce_sum"](_E["multiply"](y, log_softmax(x, axis)), axis))
 
 

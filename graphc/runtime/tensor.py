@@ -181,6 +181,8 @@ class Tensor:
                                "or gc.unstack(t) when the first dimension is static")
         if not self.shape:
             raise TypeError("iteration over a scalar tensor")
+        if context.recording_tapes():   # rows as getitem ops, so a tape sees them (as TF)
+            return (self[i] for i in range(self.shape[0]))
         return (Tensor._concrete(row) for row in self._np)
 
     def __repr__(self):

@@ -226,3 +226,30 @@ def test_jacobian_eager_and_compiled():
     assert tape.jacobian(sq, m).shape == (2, 2, 2, 2)
     with pytest.raises(RuntimeError, match="persistent=True"):
         tape.jacobian(sq, m)
+
+
+def test_iterating_a_tensor_under_a_tape_records_the_rows():
+    """`for row in x` on a concrete tensor: TF's eager iteration slices x with ops the tape
+    records; graphc yielded bare rows, so the gradient was None (compiled: the real one)."""
+    x = gc.constant(np.arange(6, dtype=np.float32).reshape(3, 2))
+
+    def body(x):
+        acc = gc.zeros_like(x[0])
+        for row in x:
+            acc = acc + row * row
+        return gc.reduce_sum(acc)
+
+    @gc.function
+    def inside(x):
+        with gc.GradientTape() as t:
+            t.watch(x)
+            z = body(x)
+        return t.gradient(z, x)
+    for fn in (body, gc.function(body)):       # eagerly, and a function under an eager tape
+        with gc.GradientTape() as t:
+            t.watch(x)
+            z = fn(x)
+        g = t.gradient(z, x)
+        assert g is not None
+        np.testing.assert_allclose(g.numpy(), 2 * x.numpy())
+    np.testing.assert_allclose(inside(x).numpy(), 2 * x.numpy())

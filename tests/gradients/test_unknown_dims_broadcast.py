@@ -133,3 +133,77 @@ def test_eye_with_run_time_sizes(backend):
     np.testing.assert_array_equal(h(x).numpy(), 2 * np.eye(3, dtype=np.float32))
     with pytest.raises(TypeError, match="eye: num_rows must be an int scalar"):
         gc.function(lambda n: gc.eye(n), backend=backend)(np.float32(2))
+
+
+# -- shape rules an op checks eagerly, left to the run time by None dims ("check_shape") --
+def _logits():
+    return np.random.default_rng(3).standard_normal((3, 4)).astype(np.float32)
+
+
+CHECKED = [
+    # (name, fn, labels, spec, the eager error's words)
+    ("sparse", gc.nn.sparse_softmax_cross_entropy_with_logits, np.array([1], np.int32),
+     gc.TensorSpec([None], gc.int32), r"labels of shape \[1\] must have the shape of logits "
+     r"\[3,4\] without its last"),
+    ("dense rows", gc.nn.softmax_cross_entropy_with_logits, np.eye(4, dtype=np.float32)[:1],
+     gc.TensorSpec([None, None], gc.float32), r"labels of shape \[1,4\] and logits of shape "
+     r"\[3,4\] must have the same shape"),
+    ("dense classes", gc.nn.softmax_cross_entropy_with_logits, np.ones((3, 1), np.float32),
+     gc.TensorSpec([None, None], gc.float32), r"labels of shape \[3,1\] and logits"),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", CHECKED, ids=[c[0] for c in CHECKED])
+def test_cross_entropy_shapes_checked_at_run_time(case, backend):
+    """Eagerly these labels raise ValueError; traced with None dims they broadcast against
+    the logits and gave 3 silent losses. Now an InvalidArgumentError with the same words."""
+    name, fn, labels, spec, words = case
+    x = _logits()
+    with pytest.raises(ValueError, match=words):
+        fn(gc.constant(labels), gc.constant(x))
+    f = gc.function(lambda y, z: fn(y, z), backend=backend,
+                    input_signature=[spec, gc.TensorSpec([None, None], gc.float32)])
+    with pytest.raises(gc.errors.InvalidArgumentError, match=words):
+        f(labels, x)
+    good = np.zeros((3,), np.int32) if labels.dtype == np.int32 else \
+        np.full((3, 4), 0.25, np.float32)
+    np.testing.assert_allclose(f(good, x).numpy(), fn(gc.constant(good), gc.constant(x)).numpy(),
+                               rtol=1e-5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_clip_bounds_that_broadcast_t_raise_at_run_time(backend):
+    t = np.array([[0.5]], np.float32)                    # [1, 1] at run time
+    hi = np.array([[1.0, 2.0, 3.0]], np.float32)          # would broadcast t to [1, 3]
+    with pytest.raises(ValueError, match="clip_by_value: the clip bounds would broadcast"):
+        gc.clip_by_value(gc.constant(t), 0.0, gc.constant(hi))
+    f = gc.function(lambda t, hi: gc.clip_by_value(t, 0.0, hi), backend=backend,
+                    input_signature=[gc.TensorSpec([None, None], gc.float32)] * 2)
+    with pytest.raises(gc.errors.InvalidArgumentError,
+                       match=r"clip_by_value: the clip bounds would broadcast t of shape \[1,1\] "
+                             r"to \[1,3\]"):
+        f(t, hi)
+    np.testing.assert_array_equal(f(np.array([[5.0, -1.0]], np.float32),
+                                    np.array([[1.0, 2.0]], np.float32)).numpy(), [[1.0, 0.0]])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_check_shape_passes_the_labels_gradient(backend):
+    """The run-time check ("check_shape") is the identity for gradients: d loss / d labels
+    of softmax_cross_entropy_with_logits is -log_softmax(logits), as eagerly."""
+    x = _logits()
+    y = np.full((3, 4), 0.25, np.float32)
+    want = _eager_grads(lambda a, b: gc.nn.softmax_cross_entropy_with_logits(a, b), y, x)
+    grads = _compiled_grads(lambda a, b: gc.nn.softmax_cross_entropy_with_logits(a, b), 2, 2,
+                            backend)
+    assert "check_shape" in str(grads.get_concrete_function().graph)
+    for g, w in zip(grads(y, x), want):
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-5, atol=1e-6)
+
+
+def test_static_shapes_add_no_check():
+    f = gc.function(lambda y, z: gc.nn.sparse_softmax_cross_entropy_with_logits(y, z))
+    cf = f.get_concrete_function(gc.TensorSpec([3], gc.int32), gc.TensorSpec([3, None],
+                                                                            gc.float32))
+    assert "check_shape" not in str(cf.graph)

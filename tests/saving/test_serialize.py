@@ -98,6 +98,7 @@ def gradients(x):
 
 def gradients_unknown_dims(x, n):
     v = gc.cast(gc.range(n), gc.float32)        # float32[?]: 1 at run time broadcasts
+    v = gc.clip_by_value(v, 0.0, v + 1.0)       # a run-time shape check (check_shape)
     with gc.GradientTape() as tape:
         tape.watch(v)
         loss = gc.reduce_sum(v * x[0])          # so v's gradient sums at run time

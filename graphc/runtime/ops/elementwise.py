@@ -248,7 +248,9 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
         raise ValueError(f"clip_by_value: the clip bounds would broadcast t of shape "
                          f"{dims(t.shape)} to {dims(out.shape)}; bounds must broadcast to "
                          "t's own shape")
-    return out
+    from .shape import check_shape
+    return check_shape(out, t, "clip_by_value: the clip bounds would broadcast t of shape "
+                       "{full} to {got}; bounds must broadcast to t's own shape")
 
 
 PUBLIC.update(where=where, cast=cast, sigmoid=sigmoid, clip_by_value=clip_by_value)

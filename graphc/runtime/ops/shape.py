@@ -9,7 +9,7 @@ import numpy as np
 from ... import dtypes as _dt
 from ...errors import InvalidArgumentError
 from ..dispatch import bind, constant, convert_like, convert_to_tensor
-from ..registry import register, SHAPE
+from ..registry import register, SHAPE, OPAQUE
 from ..static_value import static_value
 from ..tensor import OPS, Tensor
 from ._rules import INTEGER, check_kind, same_dtype, tensor
@@ -446,6 +446,37 @@ def _tile_dynamic(x, multiples):
     inner = reshape(stack([ones, dims], axis=1), [-1])          # 1, d0, 1, d1, ...
     wide = reshape(stack([m, dims], axis=1), [-1])              # m0, d0, m1, d1, ...
     return reshape(broadcast_to(reshape(x, inner), wide), m * dims)
+
+
+# -- check_shape: a shape equality that only the run time can decide --------------------------
+def _check_shape_infer(types, message, drop):
+    x, s = types
+    check_kind("check_shape", s, INTEGER, "shape")
+    if s.ndim != 1 or s.shape[0] is None or s.shape[0] - drop != x.ndim:
+        raise ValueError(f"check_shape: shape vector {s} does not fit {x} (dropping {drop})")
+    return [x]
+
+
+def _check_shape_impl(x, dims, message, drop):
+    full = [int(d) for d in dims]
+    if list(np.shape(x)) != full[:len(full) - drop]:
+        raise InvalidArgumentError(message.format(got=_dims(np.shape(x)), full=_dims(full)))
+    return x
+
+
+register("check_shape", _check_shape_infer, _check_shape_impl, kind=OPAQUE,
+         vjp=lambda gs, outs, ins, message, drop: [gs[0], None])
+
+
+def check_shape(x, like, message, drop=0):
+    """`x`, checked when the graph runs to have the shape of `like` without its last `drop`
+    dims (InvalidArgumentError with `message`, its {got} and {full} filled in, otherwise):
+    the shape rule an op checks eagerly, where None dims left it undecided while tracing.
+    Nothing is added where the static shapes already decide it."""
+    want = tuple(like.shape)[:len(like.shape) - drop]
+    if None not in x.shape and None not in want:
+        return x
+    return bind("check_shape", x, shape(like), message=message, drop=int(drop))
 
 
 PUBLIC = dict(reshape=reshape, transpose=transpose, expand_dims=expand_dims, squeeze=squeeze,
