@@ -237,3 +237,21 @@ def test_non_tensor_loop_variable_names_variable_and_line():
         gc.function(object_loop_var)(gc.constant(1.0), gc.constant(2))
     msg = str(e.value)
     assert "'label'" in msg and f":{line_of('object-loop')}" in msg
+
+
+def assert_on_vector(x):
+    assert x > 0.0, "all positive"  # assert-vector
+    return x
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_assert_on_several_elements_is_an_error_not_an_all_reduce(backend):
+    # Python: `assert t` with t of two elements raises ("truth value ... is ambiguous")
+    # even when every element is true; the graph reduced with all() and passed silently.
+    with pytest.raises(ValueError, match="ambiguous"):
+        assert_on_vector(gc.constant([1.0, 2.0]))
+    with pytest.raises(TypeError) as e:
+        gc.function(assert_on_vector, backend=backend)(gc.constant([1.0, 2.0]))
+    msg = str(e.value)
+    assert "scalar" in msg and "reduce_all" in msg
+    assert f"{HERE}:{line_of('assert-vector')}" in msg
