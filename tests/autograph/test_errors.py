@@ -255,3 +255,53 @@ def test_assert_on_several_elements_is_an_error_not_an_all_reduce(backend):
     msg = str(e.value)
     assert "scalar" in msg and "reduce_all" in msg
     assert f"{HERE}:{line_of('assert-vector')}" in msg
+
+
+def range_with_step(d):
+    s = 0
+    for i in range(0, 10, d):  # range-step
+        s += i
+    return s
+
+
+def enumerate_range_with_step(d):
+    s = 0
+    for j, i in enumerate(range(0, 10, d)):  # enumerate-range-step
+        s += i * j
+    return s
+
+
+def gc_range_with_step(d):
+    s = 0
+    for i in gc.range(0, 10, d):  # gc-range-step
+        s += i
+    return s
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("fn,marker", [(range_with_step, "range-step"),
+                                       (enumerate_range_with_step, "enumerate-range-step"),
+                                       (gc_range_with_step, "gc-range-step")])
+def test_range_with_a_zero_tensor_step_raises(backend, fn, marker):
+    # Python: range(0, 10, 0) raises ValueError; the counter loop ran zero times and
+    # returned 0 silently
+    with pytest.raises(ValueError, match="must not be zero"):
+        fn(0)
+    f = gc.function(fn, backend=backend)
+    assert int(f(gc.constant(3))) == fn(3)
+    with pytest.raises(gc.errors.InvalidArgumentError, match="must not be zero") as e:
+        f(gc.constant(0))
+    assert f"{HERE}:{line_of(marker)}" in str(e.value)
+    assert f.tracing_count == 1
+
+
+def python_zero_step_tensor_bound(n):
+    s = 0
+    for i in range(n, 10, 0):
+        s += i
+    return s
+
+
+def test_range_with_a_python_zero_step_and_tensor_bound_raises_at_once():
+    with pytest.raises(ValueError, match="arg 3 must not be zero"):
+        gc.function(python_zero_step_tensor_bound)(gc.constant(0))
