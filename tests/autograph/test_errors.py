@@ -305,3 +305,34 @@ def python_zero_step_tensor_bound(n):
 def test_range_with_a_python_zero_step_and_tensor_bound_raises_at_once():
     with pytest.raises(ValueError, match="arg 3 must not be zero"):
         gc.function(python_zero_step_tensor_bound)(gc.constant(0))
+
+
+def first_above(x):
+    for i in range(3):
+        if x > i:
+            return 1
+    return 2.0  # float-return
+
+
+def float_into_int_var(x):
+    y = gc.constant(0)
+    if x > 0:  # float-into-int
+        y = 2.0
+    return y
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_python_float_beside_an_int_tensor_in_a_tensor_if_is_an_error(backend):
+    # Python: first_above(-1.0) returns the float 2.0 (float32); the graph gave int32 2,
+    # the Python float taking the other branch's int32 (2.5 failed with no name or line)
+    assert first_above(gc.constant(-1.0)) == 2.0 and isinstance(first_above(-1.0), float)
+    for fn, marker, name in ((first_above, "float-return", "retval_"),
+                             (float_into_int_var, "float-into-int", "'y'")):
+        with pytest.raises(gc.errors.DtypeChangeError) as e:
+            gc.function(fn, backend=backend)(gc.constant(-1.0))
+        msg = str(e.value)
+        assert name in msg and "Python float 2.0" in msg and "int32" in msg
+        assert f"{HERE}:" in msg
+    # a Python int beside a float tensor still takes the tensor's dtype (exact)
+    assert gc.function(lambda x: x if x > 0 else 0, backend=backend)(
+        gc.constant(-1.0)).dtype == gc.float32
