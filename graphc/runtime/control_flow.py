@@ -159,7 +159,8 @@ def cond(pred, true_fn=None, false_fn=None, name=None, *, _names=None):
     Eagerly this is plain Python. While tracing, both branches are traced into subgraphs of
     one `cond` node; they must return the same structure and dtypes (shapes may differ: the
     result then has None for the differing dimensions). A Python number returned by one
-    branch takes the dtype of the other branch's tensor.
+    branch takes the dtype of the other branch's tensor, except a Python float beside an
+    integer or bool tensor (a DtypeChangeError: eagerly that branch gives a float).
     """
     if not callable(true_fn) or not callable(false_fn):
         raise TypeError("cond: true_fn and false_fn must be callables taking no arguments")
@@ -180,6 +181,7 @@ def cond(pred, true_fn=None, false_fn=None, name=None, *, _names=None):
             branch = "true" if a is None else "false"
             raise ValueError(f"cond: '{_name(names, i)}' is None in the {branch} branch but a "
                              f"value in the other{lv.where()}; both branches must produce it")
+        _check_python_float(a, b, names, i)
         keep.append(i)
     _finish_outputs(tg, [t_leaves[i] for i in keep], "cond true branch",
                     [_dtype_of(f_leaves[i]) for i in keep])
@@ -202,6 +204,20 @@ def cond(pred, true_fn=None, false_fn=None, name=None, *, _names=None):
     for j, i in enumerate(keep):
         leaves[i] = _relink(t_leaves[i], outs[j])
     return nest.pack_as(t_res, leaves) if nest.is_nest(t_res) else leaves[0]
+
+
+def _check_python_float(a, b, names, i):
+    """A Python float beside an integer or bool tensor cannot take that tensor's dtype:
+    eagerly that path gives a float32 (2.0 would silently become int32 2 in the graph)."""
+    for x, y, side, other in ((a, b, "true", "false"), (b, a, "false", "true")):
+        dt = _dtype_of(y)
+        if isinstance(x, (float, np.floating)) and dt is not None and not dt.is_floating:
+            raise DtypeChangeError(
+                f"cond: '{_name(names, i)}' is the Python float {x!r} in the {side} branch "
+                f"but {_kind(y.type if hasattr(y, 'type') else y)} in the {other} branch"
+                f"{lv.where()}; both branches must give the same kind of value with one dtype "
+                f"(eagerly the {side} branch gives a float32). Give both branches one dtype: "
+                f"a {dt.name} value in the {side} branch, or a float in the {other} branch.")
 
 
 def _kind(t):

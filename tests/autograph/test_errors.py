@@ -237,3 +237,102 @@ def test_non_tensor_loop_variable_names_variable_and_line():
         gc.function(object_loop_var)(gc.constant(1.0), gc.constant(2))
     msg = str(e.value)
     assert "'label'" in msg and f":{line_of('object-loop')}" in msg
+
+
+def assert_on_vector(x):
+    assert x > 0.0, "all positive"  # assert-vector
+    return x
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_assert_on_several_elements_is_an_error_not_an_all_reduce(backend):
+    # Python: `assert t` with t of two elements raises ("truth value ... is ambiguous")
+    # even when every element is true; the graph reduced with all() and passed silently.
+    with pytest.raises(ValueError, match="ambiguous"):
+        assert_on_vector(gc.constant([1.0, 2.0]))
+    with pytest.raises(TypeError) as e:
+        gc.function(assert_on_vector, backend=backend)(gc.constant([1.0, 2.0]))
+    msg = str(e.value)
+    assert "scalar" in msg and "reduce_all" in msg
+    assert f"{HERE}:{line_of('assert-vector')}" in msg
+
+
+def range_with_step(d):
+    s = 0
+    for i in range(0, 10, d):  # range-step
+        s += i
+    return s
+
+
+def enumerate_range_with_step(d):
+    s = 0
+    for j, i in enumerate(range(0, 10, d)):  # enumerate-range-step
+        s += i * j
+    return s
+
+
+def gc_range_with_step(d):
+    s = 0
+    for i in gc.range(0, 10, d):  # gc-range-step
+        s += i
+    return s
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("fn,marker", [(range_with_step, "range-step"),
+                                       (enumerate_range_with_step, "enumerate-range-step"),
+                                       (gc_range_with_step, "gc-range-step")])
+def test_range_with_a_zero_tensor_step_raises(backend, fn, marker):
+    # Python: range(0, 10, 0) raises ValueError; the counter loop ran zero times and
+    # returned 0 silently
+    with pytest.raises(ValueError, match="must not be zero"):
+        fn(0)
+    f = gc.function(fn, backend=backend)
+    assert int(f(gc.constant(3))) == fn(3)
+    with pytest.raises(gc.errors.InvalidArgumentError, match="must not be zero") as e:
+        f(gc.constant(0))
+    assert f"{HERE}:{line_of(marker)}" in str(e.value)
+    assert f.tracing_count == 1
+
+
+def python_zero_step_tensor_bound(n):
+    s = 0
+    for i in range(n, 10, 0):
+        s += i
+    return s
+
+
+def test_range_with_a_python_zero_step_and_tensor_bound_raises_at_once():
+    with pytest.raises(ValueError, match="arg 3 must not be zero"):
+        gc.function(python_zero_step_tensor_bound)(gc.constant(0))
+
+
+def first_above(x):
+    for i in range(3):
+        if x > i:
+            return 1
+    return 2.0  # float-return
+
+
+def float_into_int_var(x):
+    y = gc.constant(0)
+    if x > 0:  # float-into-int
+        y = 2.0
+    return y
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_python_float_beside_an_int_tensor_in_a_tensor_if_is_an_error(backend):
+    # Python: first_above(-1.0) returns the float 2.0 (float32); the graph gave int32 2,
+    # the Python float taking the other branch's int32 (2.5 failed with no name or line)
+    assert first_above(gc.constant(-1.0)) == 2.0 and isinstance(first_above(-1.0), float)
+    for fn, marker, name in ((first_above, "float-return", "retval_"),
+                             (float_into_int_var, "float-into-int", "'y'")):
+        with pytest.raises(gc.errors.DtypeChangeError) as e:
+            gc.function(fn, backend=backend)(gc.constant(-1.0))
+        msg = str(e.value)
+        assert name in msg and "Python float 2.0" in msg and "int32" in msg
+        assert f"{HERE}:" in msg
+    # a Python int beside a float tensor still takes the tensor's dtype (exact)
+    assert gc.function(lambda x: x if x > 0 else 0, backend=backend)(
+        gc.constant(-1.0)).dtype == gc.float32

@@ -12,6 +12,13 @@ def _assert_infer(types, message):
     if types[0].dtype.name != "bool":
         raise TypeError(f"assert: the condition must be a bool tensor, got {types[0]}; compare "
                         "it first (e.g. `assert x > 0`)")
+    if tuple(types[0].shape) != () and context.current_graph() is not None:
+        # Python's `assert t` on more than one element raises ("truth value ... is
+        # ambiguous"); TF's Assert wants a scalar. Reducing silently would pass a program
+        # that fails in Python. (Eagerly the op still raises on any false element.)
+        raise TypeError(f"assert: the condition must be a scalar bool tensor, got {types[0]} "
+                        "(Python's assert on a tensor of several elements raises: its truth "
+                        "value is ambiguous); reduce it first: `assert gc.reduce_all(x > 0)`")
     return []
 
 

@@ -41,6 +41,8 @@ def range_(*args):
     if any(is_symbolic(a) for a in args):
         start, limit, delta = (0, args[0], 1) if len(args) == 1 else \
             (args[0], args[1], args[2] if len(args) > 2 else 1)
+        if not is_symbolic(delta) and delta == 0:
+            raise ValueError("range() arg 3 must not be zero")   # as Python, at once
         return LazyRange(start, limit, delta)
     return builtins.range(*args)
 

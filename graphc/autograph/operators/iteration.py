@@ -32,6 +32,7 @@ def graph_iteration(iterable):
         if iterable.is_float():
             # iterate the very elements gc.range gives (no accumulated rounding)
             return graph_iteration(iterable._as_tensor())
+        _check_step(iterable.delta)
         return Iteration(iterable.start, iterable.limit, iterable.delta, lambda i: i,
                          iterable.counter_dtype())
     if isinstance(iterable, _Composed):
@@ -42,6 +43,17 @@ def graph_iteration(iterable):
     if hasattr(iterable, "_to_flow") and is_symbolic(iterable):
         return Iteration(0, iterable.size(), 1, iterable.read, _dt.int32)
     return None
+
+
+def _check_step(delta):
+    """A range step known only when the graph runs: an `assert` op that it is not zero.
+    Python's range raises ValueError for a zero step; the counter loop would instead run
+    zero times and return the initial state."""
+    if is_symbolic(delta):
+        d = convert_to_tensor(delta)
+        bind("assert", bind("not_equal", d, convert_to_tensor(0, d.dtype)),
+             message="range() arg 3 must not be zero: the step of the range this `for` "
+                     "iterates is 0 (Python raises ValueError)")
 
 
 def _length(t):
@@ -57,6 +69,7 @@ def _indexed(x):
         return x.indexed()
     if isinstance(x, LazyRange) and not x.is_float():
         start, delta, dtype = x.start, x.delta, x.counter_dtype()
+        _check_step(delta)
         n = _range_length(start, x.limit, delta, dtype)
         if dtype is not _dt.int32:
             n = OPS["cast"](convert_to_tensor(n), _dt.int32)
