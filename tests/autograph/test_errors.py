@@ -336,3 +336,35 @@ def test_python_float_beside_an_int_tensor_in_a_tensor_if_is_an_error(backend):
     # a Python int beside a float tensor still takes the tensor's dtype (exact)
     assert gc.function(lambda x: x if x > 0 else 0, backend=backend)(
         gc.constant(-1.0)).dtype == gc.float32
+
+
+def sum_from_int(x):
+    s = 0
+    for v in x:  # int-sum
+        s += v
+    return s
+
+
+def count_times(x, n):
+    i = 0
+    while i < n:  # int-counter
+        x = x * i
+        i += 1
+    return x
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_loop_variable_started_as_a_python_int_and_mixed_with_floats_is_named(backend):
+    """API.md: a loop variable whose dtype changes is a ValueError naming it and the loop's
+    line (Python gives a float here; the loop carries an int32). Also a TypeError, as TF's."""
+    x = np.array([1.5, 2.0], np.float32)
+    assert sum_from_int(gc.constant(x)).numpy() == np.float32(3.5)      # eagerly: Python
+    cases = ((sum_from_int, (x,), "int-sum", "'s'"),
+             (count_times, (gc.constant(1.5), gc.constant(3)), "int-counter", "'i'"))
+    for fn, args, marker, name in cases:
+        with pytest.raises(ValueError) as e:
+            gc.function(fn, backend=backend)(*args)
+        assert isinstance(e.value, TypeError)
+        msg = str(e.value)
+        assert f"loop variable {name}" in msg and "starts as a Python int" in msg
+        assert f"{HERE}:{line_of(marker)}" in msg and "= 0.0" in msg

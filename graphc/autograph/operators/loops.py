@@ -2,6 +2,7 @@
 import numbers
 
 from ...runtime import context, control_flow, nest
+from ...errors import DtypeChangeError
 from ...runtime.context import format_location
 from ...runtime.dispatch import bind, convert_to_tensor
 from ...runtime.graph import Graph
@@ -173,10 +174,29 @@ def _graph_loop(test, step, lead, access, loc, kind, lead_names=()):
         res = control_flow.while_loop(cond_fn, body_fn,
                                       list(lead) + carried + [flags[k] for k in flagged],
                                       _names=flat)
-    except BaseException:
+    except BaseException as e:
         access.write(init)
+        weak = _python_int_mixed(e, [(names[k], init[k]) for k in keep])
+        if weak:
+            raise DtypeChangeError(
+                f"loop variable {weak} of the `{kind}` at {where_} starts as a Python int "
+                f"(an int32 tensor in the loop) and the body mixes it with another dtype: a "
+                f"loop variable keeps one dtype across iterations. Start it as the dtype the "
+                f"body gives it (`= 0.0`, or gc.zeros([], dtype)). ({e})") from e
         raise
     access.write(current(list(res)))
+
+
+def _python_int_mixed(error, named_inits):
+    """The loop variables that start as Python ints, quoted, when `error` is an op's
+    refusal to mix int32 with another dtype (`s = 0; for v in x: s += v` over floats:
+    Python gives a float, the loop an int32 variable): '' otherwise."""
+    if type(error) is not TypeError or "different dtypes" not in str(error) \
+            or "int32" not in str(error):
+        return ""
+    weak = [f"'{n}'" for n, v in named_inits
+            if isinstance(v, numbers.Integral) and not isinstance(v, bool)]
+    return " or ".join(weak)
 
 
 def _maybe_undefined(value, defined, name, loop):
