@@ -25,7 +25,7 @@ from ...runtime.run_errors import located
 from ..fusion import fuse
 from ..planning import optimized
 from . import availability, folding
-from .env import Env
+from .env import Env, stand_ins
 from .memory import CallMemory, Pool, limit
 from .records import STATS, Record, cpu_loop_why, describe, kernel_text  # noqa: F401 - describe
 from .single import single_kernel
@@ -33,6 +33,9 @@ from .single import single_kernel
 VIEW_OPS = ("reshape", "expand_dims", "squeeze")
 VAR_OPS = ("read_variable", "assign_variable", "assign_add_variable", "assign_sub_variable")
 CHECK_OPS = ("check_class_ids",)   # result = first input once the check passes
+# read only their first input's shape (a dynamic-shape graph's shape vectors, run-time
+# shape checks, an unbroadcast that finds nothing to sum): no copy of it to the host
+SHAPE_OPS = ("shape", "check_shape", "sum_to_shape")
 
 
 def _device():
@@ -113,6 +116,9 @@ class Plan:
         elif op.type in VIEW_OPS and _static(op.outputs[0]):
             rec = Record(what, "device view", "no copy when the input is contiguous")
             self._add(self._view_step(op, rule, rec), "mixed", ins, outs, op, rec)
+        elif op.type in SHAPE_OPS:
+            rec = Record(what, "host", "reads only its input's shape (no copy of its data)")
+            self._add(self._shape_step(op, rule, rec), "mixed", ins, outs, op, rec)
         elif op.type in CHECK_OPS:
             rec = Record(what, "device", "checked by a kernel, nothing waits: a bad id "
                          "raises at the next copy to the host (checks.py); its result is "
@@ -191,6 +197,27 @@ class Plan:
                 return self._fallback(env, rule, ins, outs, op)
             STATS.add("views")
             env.put_view(outs[0], v, d)
+        return run
+
+    def _shape_step(self, op, rule, rec):
+        is_device = self.dev.is_device
+
+        def run(env, ins, outs):
+            x = env.any(ins[0])
+            rest = [env.host(i) for i in ins[1:]]          # small shape vectors
+            if not is_device(x) or (op.type == "sum_to_shape" and
+                                    tuple(int(d) for d in rest[0]) != tuple(x.shape)):
+                return self._fallback(env, rule, ins, outs, op)     # data, or a real sum
+            stand_in = stand_ins([x], is_device)[0]     # x's shape and dtype, no memory
+            try:
+                r = rule(stand_in, *rest)
+            except Exception as e:  # noqa: BLE001 - re-raised with the op and user line
+                err = located(op, e, [stand_in, *rest])
+                if err is None:
+                    raise
+                raise err from e
+            STATS.add("device_ops")
+            env.put(outs[0], r if op.type == "shape" else x)    # the others: x itself
         return run
 
     def _fallback(self, env, rule, ins, outs, op):
