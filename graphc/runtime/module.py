@@ -48,15 +48,24 @@ class Module:
 
     def _walk(self, kind):
         seen, out = {id(self)}, []
-        for _, value in sorted(vars(self).items()):
-            _collect(value, kind, seen, out)
+        _flatten(self, kind, seen, out)
         return out
 
     def __repr__(self):
         return f"<{type(self).__name__} '{self._name}'>"
 
 
-def _collect(value, kind, seen, out):
+def _flatten(module, kind, seen, out):
+    """As tf.Module: a module's own attributes first (sorted by name; dicts by key, lists
+    in order), then each submodule found there, in that order, the same way."""
+    subs = []
+    for _, value in sorted(vars(module).items()):
+        _collect(value, kind, seen, out, subs)
+    for sub in subs:
+        _flatten(sub, kind, seen, out)
+
+
+def _collect(value, kind, seen, out, subs):
     if id(value) in seen:
         return
     if isinstance(value, (Module, Variable)):
@@ -64,14 +73,13 @@ def _collect(value, kind, seen, out):
         if isinstance(value, kind):
             out.append(value)
         if isinstance(value, Module):
-            for _, v in sorted(vars(value).items()):
-                _collect(v, kind, seen, out)
+            subs.append(value)
     elif isinstance(value, dict):
         for k in sorted(value, key=repr):
-            _collect(value[k], kind, seen, out)
+            _collect(value[k], kind, seen, out, subs)
     elif isinstance(value, (list, tuple)):
         for v in value:
-            _collect(v, kind, seen, out)
+            _collect(v, kind, seen, out, subs)
 
 
 def _may_be_tracked(value):

@@ -223,10 +223,23 @@ def test_module_tracks_variables_and_submodules_in_stable_order():
             self.same = self.layers[0]           # shared: listed once
     m = Outer()
     assert m.name == "outer" and Inner().name == "inner"
+    # as tf.Module: the module's own attributes first (sorted by name: layers, same,
+    # table), then each submodule found there, the same way
     names = [v.name for v in m.variables]
-    assert names == ["b", "frozen", "b", "frozen", "a", "z"]
-    assert [v.name for v in m.trainable_variables] == ["b", "b", "a", "z"]
+    assert names == ["a", "z", "b", "frozen", "b", "frozen"]
+    assert [v.name for v in m.trainable_variables] == ["a", "z", "b", "b"]
     assert m.submodules == (m.layers[0], m.layers[1])
+
+    class Deep(gc.Module):
+        def __init__(self):
+            super().__init__()
+            self.x = gc.Variable(0.0, name="x")
+            self.child = Outer()
+            self.w = gc.Variable(0.0, name="w")
+    d = Deep()
+    assert [v.name for v in d.variables] == ["w", "x", "a", "z", "b", "frozen", "b",
+                                             "frozen"]
+    assert d.submodules == (d.child, d.child.layers[0], d.child.layers[1])
     with pytest.raises(ValueError):
         gc.Module(name="bad name")
 
