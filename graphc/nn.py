@@ -91,10 +91,6 @@ def log_softmax(logits, axis=-1, name=None):
     return _E["subtract"](shifted, lse)
 
 
-def _dims(shape):
-    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
-
-
 def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None):
     """Per-example -log softmax(logits)[label]; `labels` are int class ids of shape
     logits.shape[:-1]."""
@@ -102,10 +98,6 @@ def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None
     x = _float(op, logits)
     y = convert_to_tensor(labels)
     check_kind(op, y.type, INTEGER, "labels")
-    if x.ndim < 1 or y.ndim != x.ndim - 1 or any(
-            a is not None and b is not None and a != b for a, b in zip(y.shape, x.shape)):
-        raise ValueError(f"{op}: labels of shape {_dims(y.shape)} must have the shape of logits "
-                         f"{_dims(x.shape)} without its last (class) dimension")
     from .runtime.ops.shape import shape, check_shape
     y = check_shape(y, x, f"{op}: labels of shape {{got}} must have the shape of logits "
                     "{full} without its last (class) dimension", drop=1)
@@ -126,10 +118,6 @@ def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=No
         raise TypeError(f"{op}: labels have dtype {y.dtype.name} but logits {x.dtype.name}; "
                         f"use gc.cast(labels, gc.{x.dtype.name})")
     axis = normalize_axis(op, axis, x.ndim)
-    if y.ndim != x.ndim or any(a is not None and b is not None and a != b
-                               for a, b in zip(y.shape, x.shape)):
-        raise ValueError(f"{op}: labels of shape {_dims(y.shape)} and logits of shape "
-                         f"{_dims(x.shape)} must have the same shape")
     from .runtime.ops.shape import check_shape
     y = check_shape(y, x, f"{op}: labels of shape {{got}} and logits of shape {{full}} must "
                     "have the same shape")

@@ -242,12 +242,6 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
     """min(max(t, lo), hi) elementwise. As TF, the bounds may not broadcast `t` larger."""
     t = convert_to_tensor(t)
     out = PUBLIC["minimum"](PUBLIC["maximum"](t, clip_value_min), clip_value_max)
-    if len(out.shape) != len(t.shape) or any(
-            a is not None and b is not None and a != b for a, b in zip(out.shape, t.shape)):
-        dims = lambda s: "[" + ",".join("?" if d is None else str(d) for d in s) + "]"
-        raise ValueError(f"clip_by_value: the clip bounds would broadcast t of shape "
-                         f"{dims(t.shape)} to {dims(out.shape)}; bounds must broadcast to "
-                         "t's own shape")
     from .shape import check_shape
     return check_shape(out, t, "clip_by_value: the clip bounds would broadcast t of shape "
                        "{full} to {got}; bounds must broadcast to t's own shape")

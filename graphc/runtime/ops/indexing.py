@@ -14,13 +14,9 @@ from ..dispatch import bind, convert_to_tensor
 from ... import dtypes as _dt
 from ..registry import register, SHAPE, OPAQUE
 from ..tensor import Tensor
-from ._rules import check_kind, INTEGER, tensor
+from ._rules import _dims, check_kind, INTEGER, tensor
 from .reduce import static_int, normalize_axis
 from .shape import reshape, expand_dims
-
-
-def _dims(shape):
-    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
 
 
 def _show(index):

@@ -4,12 +4,8 @@ import numpy as np
 from ..dispatch import bind, convert_like
 from ..registry import register, LINALG
 from ..tensor import Tensor
-from ._rules import NUMERIC, check_kind, same_dtype, broadcast_shapes, tensor
+from ._rules import NUMERIC, _dims, check_kind, same_dtype, broadcast_shapes, tensor
 from .reduce import static_int, normalize_axis, run_checked
-
-
-def _dims(shape):
-    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
 
 
 def _matmul_infer(types, transpose_a, transpose_b):

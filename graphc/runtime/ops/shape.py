@@ -12,12 +12,8 @@ from ..dispatch import bind, constant, convert_like, convert_to_tensor
 from ..registry import register, SHAPE, OPAQUE
 from ..static_value import static_value
 from ..tensor import OPS, Tensor
-from ._rules import INTEGER, check_kind, same_dtype, tensor
+from ._rules import INTEGER, _dims, check_kind, same_dtype, tensor
 from .reduce import static_int, normalize_axis, normalize_axes, run_checked
-
-
-def _dims(shape):
-    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
 
 
 def _prod(dims):
@@ -469,11 +465,15 @@ register("check_shape", _check_shape_infer, _check_shape_impl, kind=OPAQUE,
 
 
 def check_shape(x, like, message, drop=0):
-    """`x`, checked when the graph runs to have the shape of `like` without its last `drop`
-    dims (InvalidArgumentError with `message`, its {got} and {full} filled in, otherwise):
-    the shape rule an op checks eagerly, where None dims left it undecided while tracing.
-    Nothing is added where the static shapes already decide it."""
-    want = tuple(like.shape)[:len(like.shape) - drop]
+    """`x`, which must have the shape of `like` without its last `drop` dims: a ValueError
+    with `message` ({got}: x's shape, {full}: like's) where the static shapes already
+    differ; where None dims leave it open, the check_shape op, which raises
+    InvalidArgumentError with the same words when the graph runs; else `x` as it is."""
+    rank = len(like.shape) - drop
+    want = tuple(like.shape)[:rank]
+    if rank < 0 or len(x.shape) != rank or any(
+            a is not None and b is not None and a != b for a, b in zip(x.shape, want)):
+        raise ValueError(message.format(got=_dims(x.shape), full=_dims(like.shape)))
     if None not in x.shape and None not in want:
         return x
     return bind("check_shape", x, shape(like), message=message, drop=int(drop))
