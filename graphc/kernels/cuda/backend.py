@@ -208,14 +208,8 @@ class Plan:
             if not is_device(x) or (op.type == "sum_to_shape" and
                                     tuple(int(d) for d in rest[0]) != tuple(x.shape)):
                 return self._fallback(env, rule, ins, outs, op)     # data, or a real sum
-            stand_in = stand_ins([x], is_device)[0]     # x's shape and dtype, no memory
-            try:
-                r = rule(stand_in, *rest)
-            except Exception as e:  # noqa: BLE001 - re-raised with the op and user line
-                err = located(op, e, [stand_in, *rest])
-                if err is None:
-                    raise
-                raise err from e
+            # x's shape and dtype, no memory; an error is located as any mixed step's (run)
+            r = rule(stand_ins([x], is_device)[0], *rest)
             STATS.add("device_ops")
             env.put(outs[0], r if op.type == "shape" else x)    # the others: x itself
         return run
