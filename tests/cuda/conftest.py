@@ -66,7 +66,10 @@ def fake_matmul(a, b, **attrs):
 
 @pytest.fixture
 def add_lowered(monkeypatch):
-    """lowering.lower_group gives single `add` groups a CUDA kernel; matmul a device result."""
-    from graphc.kernels.cuda import lowering
+    """lowering.lower_group gives single `add` groups a CUDA kernel; matmul a device result.
+    The add kernel reads the process's device check flag: made here, so that its one-time
+    upload is not counted by whichever test runs first."""
+    from graphc.kernels.cuda import checks, lowering
+    checks.guard()
     monkeypatch.setattr(lowering, "lower_group", add_lowering)
     monkeypatch.setattr(lowering, "matmul", fake_matmul)

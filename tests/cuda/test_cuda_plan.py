@@ -13,8 +13,6 @@ def _plan(fn, *args):
 
 
 def test_injected_lowering_runs_groups_as_kernels(cuda_stats, add_lowered):
-    from graphc.kernels.cuda import checks
-    checks.guard()      # the process's device check flag, uploaded on first use: not counted
     f = gc.function(lambda a, b: a + b, backend="cuda")
     a, b = np.arange(5, dtype=np.float64), np.ones(5)
     with cuda_stats.count():
