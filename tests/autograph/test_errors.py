@@ -368,3 +368,17 @@ def test_a_loop_variable_started_as_a_python_int_and_mixed_with_floats_is_named(
         msg = str(e.value)
         assert f"loop variable {name}" in msg and "starts as a Python int" in msg
         assert f"{HERE}:{line_of(marker)}" in msg and "= 0.0" in msg
+
+
+def deleted_in_one_branch(x):
+    y = x * 2.0
+    if x > 0:  # del-if
+        del y
+    return y
+
+
+def test_variable_deleted_in_one_branch_names_it_and_the_if_line():
+    # TF: "'y' must also be initialized in the else branch" (a ValueError at the `if`)
+    with pytest.raises(ValueError) as e:
+        gc.function(deleted_in_one_branch)(gc.constant(1.0))
+    assert "'y'" in str(e.value) and f"{HERE}:{line_of('del-if')}" in str(e.value)
