@@ -382,3 +382,20 @@ def test_variable_deleted_in_one_branch_names_it_and_the_if_line():
     with pytest.raises(ValueError) as e:
         gc.function(deleted_in_one_branch)(gc.constant(1.0))
     assert "'y'" in str(e.value) and f"{HERE}:{line_of('del-if')}" in str(e.value)
+
+
+def int_start_float_step(n):
+    s = 0
+    for i in range(n):  # int-float-for
+        s = s + 0.5
+    return s
+
+
+def test_python_int_loop_variable_mixed_with_python_float_names_it():
+    # Python gives 2.5; TF raises a TypeError from AddV2 (int32 vs float32) naming no
+    # variable. graphc: the DtypeChangeError (ValueError and TypeError) naming 's'.
+    assert int_start_float_step(5) == 2.5
+    with pytest.raises(ValueError) as e:
+        gc.function(int_start_float_step)(gc.constant(5))
+    assert isinstance(e.value, TypeError)
+    assert "'s'" in str(e.value) and f"{HERE}:{line_of('int-float-for')}" in str(e.value)
