@@ -399,3 +399,23 @@ def test_python_int_loop_variable_mixed_with_python_float_names_it():
         gc.function(int_start_float_step)(gc.constant(5))
     assert isinstance(e.value, TypeError)
     assert "'s'" in str(e.value) and f"{HERE}:{line_of('int-float-for')}" in str(e.value)
+
+
+def int_of(x):
+    return int(x) + 1  # int-of
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, 3e9, -3e9])
+def test_int_of_a_tensor_that_int32_cannot_hold_fails_at_run_time(value):
+    # Python: ValueError/OverflowError, or an int beyond int32; TF casts and gives
+    # -2147483648 silently. graphc: InvalidArgumentError at the user's line.
+    f = gc.function(int_of)
+    assert int(f(gc.constant(2.5))) == 3
+    with pytest.raises(gc.errors.InvalidArgumentError) as e:
+        f(gc.constant(np.float32(value)))
+    assert "int32 range" in str(e.value) and f"{HERE}:{line_of('int-of')}" in str(e.value)
+
+
+def test_int_of_a_vector_tensor_stays_an_error():
+    with pytest.raises(gc.errors.OperatorNotAllowedInGraphError):
+        gc.function(int_of)(gc.constant([1.5, 2.5]))
