@@ -419,3 +419,46 @@ def test_int_of_a_tensor_that_int32_cannot_hold_fails_at_run_time(value):
 def test_int_of_a_vector_tensor_stays_an_error():
     with pytest.raises(gc.errors.OperatorNotAllowedInGraphError):
         gc.function(int_of)(gc.constant([1.5, 2.5]))
+
+
+def if_on_int(x):
+    n = gc.cast(x, gc.int32)
+    if n:  # int-if
+        return 1
+    return 0
+
+
+def while_on_int(n):
+    while n:  # int-while
+        n = n - 1
+    return n
+
+
+def branches_of_two_structures(x):
+    if x > 0:
+        return x, x
+    return x
+
+
+def none_in_loop(n):
+    y = gc.constant(1)
+    for i in range(n):
+        y = None
+    return y
+
+
+def test_error_types_are_also_the_ones_tf_raises():
+    # TF's AutoGraph: a non-bool tensor condition is a ValueError ("condition of if
+    # statement expected to be `tf.bool` scalar"); branches returning different structures
+    # a TypeError; None as loop state a ValueError ("'y' is None at the end of the
+    # iteration"). graphc's errors are both TypeError and ValueError.
+    for fn, arg, marker in ((if_on_int, 2.0, "int-if"), (while_on_int, 3, "int-while")):
+        with pytest.raises(ValueError) as e:
+            gc.function(fn)(gc.constant(arg))
+        assert isinstance(e.value, TypeError) and f":{line_of(marker)}" in str(e.value)
+    with pytest.raises(TypeError) as e:
+        gc.function(branches_of_two_structures)(gc.constant(1.0))
+    assert isinstance(e.value, ValueError) and "different structures" in str(e.value)
+    with pytest.raises(ValueError) as e:
+        gc.function(none_in_loop)(gc.constant(3))
+    assert isinstance(e.value, TypeError) and "'y'" in str(e.value)
