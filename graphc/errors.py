@@ -25,3 +25,15 @@ class DtypeChangeError(GraphcError, ValueError, TypeError):
     """A loop variable changes dtype across iterations, or the branches of a tensor `if`
     give one variable two dtypes: a ValueError (API.md) that is also a TypeError (what TF
     raises for it), so code written against either catches it."""
+
+
+class PredicateError(GraphcError, TypeError, ValueError):
+    """A tensor condition (`if`, `while`, gc.cond) that is not a scalar bool: a TypeError
+    (a value of the wrong type) that is also the ValueError TF's AutoGraph raises for it
+    ("condition of if statement expected to be `tf.bool` scalar")."""
+
+
+class StructureError(GraphcError, ValueError, TypeError):
+    """The branches of a tensor `if` (or a loop's iterations) give a value different
+    structures, or a value that cannot be graph state (None, an arbitrary object): TF raises
+    TypeError for some of these and ValueError for others, so this is both."""

@@ -5,6 +5,7 @@ traces. `to_code` shows the converted source, `to_graph` returns the converted f
 """
 from .conversion import AutoGraphWarning, converted_callable, do_not_convert
 from .operators.lint import TraceTimeSideEffectWarning
+from . import experimental  # noqa: F401  (TF's spelling of do_not_convert)
 
 __all__ = ["to_code", "to_graph", "do_not_convert", "convert_for_function", "AutoGraphWarning",
            "TraceTimeSideEffectWarning"]

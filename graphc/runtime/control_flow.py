@@ -4,7 +4,7 @@ import re
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import DtypeChangeError
+from ..errors import DtypeChangeError, PredicateError, StructureError
 from . import context, loop_vars as lv, nest
 from .context import building, current_graph
 from .dispatch import bind, constant, convert_to_tensor, is_number, resolve
@@ -146,9 +146,9 @@ def _check_pred(pred):
     if type(pred) is Tensor or hasattr(pred, "_as_tensor") or isinstance(pred, np.ndarray):
         p = convert_to_tensor(pred)
         if p.dtype is not _dt.bool_ or p.shape != ():
-            raise TypeError(f"cond: pred must be a scalar bool tensor, got {p.dtype.name}"
-                            f"{list(p.shape)}{lv.where()}. Reduce it first (gc.reduce_any(...)) "
-                            "or compare it (x > 0)")
+            raise PredicateError(
+                f"cond: pred must be a scalar bool tensor, got {p.dtype.name}{list(p.shape)}"
+                f"{lv.where()}. Reduce it first (gc.reduce_any(...)) or compare it (x > 0)")
         return p
     raise TypeError(f"cond: pred must be a bool or a scalar bool tensor, got {pred!r}{lv.where()}")
 
@@ -247,8 +247,8 @@ def _name(names, i):
 
 def _check_same_structure(a, b, names):
     if not nest.same_structure(a, b):
-        raise ValueError(f"cond: the branches return different structures: {lv.describe(a)} vs "
-                         f"{lv.describe(b)}{lv.where()}")
+        raise StructureError(f"cond: the branches return different structures: "
+                             f"{lv.describe(a)} vs {lv.describe(b)}{lv.where()}")
 
 
 # -- while_loop --------------------------------------------------------------------------

@@ -6,7 +6,7 @@ modes, so a loop that runs eagerly also traces, with the same error messages.
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import DtypeChangeError
+from ..errors import DtypeChangeError, PredicateError
 from . import context, nest
 from .context import current_graph, format_location
 from .dispatch import bind, constant, convert_to_tensor, is_number
@@ -115,8 +115,8 @@ def check_cond_result(r):
         return bool(r)
     r = convert_to_tensor(r)
     if r.dtype is not _dt.bool_ or r.shape != ():
-        raise TypeError(f"while_loop: cond must return a scalar bool, got {r.dtype.name}"
-                        f"{list(r.shape)}{where()}")
+        raise PredicateError(f"while_loop: cond must return a scalar bool, got {r.dtype.name}"
+                             f"{list(r.shape)}{where()}")
     return r
 
 

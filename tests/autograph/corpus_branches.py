@@ -1,6 +1,6 @@
 """Corpus: if/elif/else, ternaries, and/or/not on tensors and Python values."""
 import graphc as gc
-from .corpus_base import case, f32, V3, V5
+from .corpus_base import case, f32, i32, V3, V5
 
 
 # -- if / elif / else and ternary ----------------------------------------------------------
@@ -135,3 +135,47 @@ def lazy_and(x):
     if x != 0 and 4.0 / x > 1.0:
         return x
     return x - 1.0
+
+
+# -- `del` inside converted blocks (TF converts these; the generated branch/body function
+# must unbind the enclosing variable, not a fresh local of its own)
+@case((f32(2.0),), (f32(-1.0),))
+def del_outer_in_branch(x):
+    y = x * 2.0
+    if x > 0:
+        del y
+    return x
+
+
+@case((f32(2.0),), (f32(-1.0),))
+def del_after_read_in_branch(x):
+    y = x * 2.0
+    if x > 0:
+        w = y + 1.0
+        del y
+    else:
+        w = x
+    return w
+
+
+@case((i32(3),), (i32(0),))
+def del_outer_in_loop_branch(n):
+    tmp = n
+    i = 0
+    while i < n:
+        if i == 1:
+            del tmp
+            tmp = i
+        i += 1
+    return i
+
+
+@case((i32(3),), (i32(1),))
+def del_loop_state_then_rebind(n):
+    y = 0
+    s = 0
+    for i in range(n):
+        s += y
+        del y
+        y = i * 2
+    return s, y

@@ -1,5 +1,9 @@
 """Corpus: return anywhere; helpers, closures, lambdas and methods called from converted code."""
+import numpy as np
+
 from .corpus_base import case, f32, i32, V3, V5, M23
+
+I64, B = np.int64, np.bool_
 
 
 # -- return anywhere -------------------------------------------------------------------
@@ -194,3 +198,23 @@ def _abs_sum(x):
 @case((V5,), (V3,))
 def helper_with_loop_and_ternary(x):
     return _abs_sum(x)
+
+
+# -- int() of a scalar tensor: an int32 tensor (TF's AutoGraph casts as well) -------------
+@case((f32(2.75), f32(1.5)), (f32(-2.75), f32(0.5)))
+def int_of_float_tensor(x, y):
+    # truncation toward zero, as Python's int()
+    return int(x) * 2 + int(y * 3.0)
+
+
+@case((f32(3.5),), (f32(0.25),))
+def range_of_int_tensor(x):
+    s = 0
+    for i in range(int(x)):
+        s += i * 2
+    return s
+
+
+@case((I64(7), B(True)), (I64(-3), B(False)))
+def int_of_int64_and_bool(n, b):
+    return int(n) + int(b) * 10

@@ -46,6 +46,11 @@ def test_do_not_convert_is_called_as_is():
         f(gc.constant(1.0))
 
 
+def test_do_not_convert_under_tfs_experimental_name():
+    # TF 2 code spells it tf.autograph.experimental.do_not_convert
+    assert gc.autograph.experimental.do_not_convert is gc.autograph.do_not_convert
+
+
 def test_source_less_function_runs_unconverted_with_one_warning():
     ns = {}
     exec("def made(x):\n    return x * 2.0\n", ns)

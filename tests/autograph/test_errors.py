@@ -368,3 +368,97 @@ def test_a_loop_variable_started_as_a_python_int_and_mixed_with_floats_is_named(
         msg = str(e.value)
         assert f"loop variable {name}" in msg and "starts as a Python int" in msg
         assert f"{HERE}:{line_of(marker)}" in msg and "= 0.0" in msg
+
+
+def deleted_in_one_branch(x):
+    y = x * 2.0
+    if x > 0:  # del-if
+        del y
+    return y
+
+
+def test_variable_deleted_in_one_branch_names_it_and_the_if_line():
+    # TF: "'y' must also be initialized in the else branch" (a ValueError at the `if`)
+    with pytest.raises(ValueError) as e:
+        gc.function(deleted_in_one_branch)(gc.constant(1.0))
+    assert "'y'" in str(e.value) and f"{HERE}:{line_of('del-if')}" in str(e.value)
+
+
+def int_start_float_step(n):
+    s = 0
+    for i in range(n):  # int-float-for
+        s = s + 0.5
+    return s
+
+
+def test_python_int_loop_variable_mixed_with_python_float_names_it():
+    # Python gives 2.5; TF raises a TypeError from AddV2 (int32 vs float32) naming no
+    # variable. graphc: the DtypeChangeError (ValueError and TypeError) naming 's'.
+    assert int_start_float_step(5) == 2.5
+    with pytest.raises(ValueError) as e:
+        gc.function(int_start_float_step)(gc.constant(5))
+    assert isinstance(e.value, TypeError)
+    assert "'s'" in str(e.value) and f"{HERE}:{line_of('int-float-for')}" in str(e.value)
+
+
+def int_of(x):
+    return int(x) + 1  # int-of
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, 3e9, -3e9])
+def test_int_of_a_tensor_that_int32_cannot_hold_fails_at_run_time(value):
+    # Python: ValueError/OverflowError, or an int beyond int32; TF casts and gives
+    # -2147483648 silently. graphc: InvalidArgumentError at the user's line.
+    f = gc.function(int_of)
+    assert int(f(gc.constant(2.5))) == 3
+    with pytest.raises(gc.errors.InvalidArgumentError) as e:
+        f(gc.constant(np.float32(value)))
+    assert "int32 range" in str(e.value) and f"{HERE}:{line_of('int-of')}" in str(e.value)
+
+
+def test_int_of_a_vector_tensor_stays_an_error():
+    with pytest.raises(gc.errors.OperatorNotAllowedInGraphError):
+        gc.function(int_of)(gc.constant([1.5, 2.5]))
+
+
+def if_on_int(x):
+    n = gc.cast(x, gc.int32)
+    if n:  # int-if
+        return 1
+    return 0
+
+
+def while_on_int(n):
+    while n:  # int-while
+        n = n - 1
+    return n
+
+
+def branches_of_two_structures(x):
+    if x > 0:
+        return x, x
+    return x
+
+
+def none_in_loop(n):
+    y = gc.constant(1)
+    for i in range(n):
+        y = None
+    return y
+
+
+def test_error_types_are_also_the_ones_tf_raises():
+    # TF's AutoGraph: a non-bool tensor condition is a ValueError ("condition of if
+    # statement expected to be `tf.bool` scalar"); branches returning different structures
+    # a TypeError; None as loop state a ValueError ("'y' is None at the end of the
+    # iteration"). graphc's errors are both TypeError and ValueError.
+    for fn, arg, marker in ((if_on_int, 2.0, "int-if"), (while_on_int, 3, "int-while")):
+        with pytest.raises(ValueError) as e:
+            gc.function(fn)(gc.constant(arg))
+        assert isinstance(e.value, TypeError) and f":{line_of(marker)}" in str(e.value)
+    with pytest.raises(TypeError) as e:
+        gc.function(branches_of_two_structures)(gc.constant(1.0))
+    assert isinstance(e.value, ValueError) and "different structures" in str(e.value)
+    with pytest.raises(ValueError) as e:
+        gc.function(none_in_loop)(gc.constant(3))
+    assert isinstance(e.value, TypeError) and "'y'" in str(e.value)

@@ -20,7 +20,7 @@ loop's head, or read by a closure defined outside the statement.
 import gast
 
 from ..pyct import nodes as n
-from ..pyct.activity import Activity
+from ..pyct.activity import Activity, deleted_names
 from ..pyct.analysis import SCOPES, annotate_liveness, assigned, kills, live_in, reads
 from .state_functions import Bound, State
 
@@ -108,7 +108,8 @@ class ControlFlowConverter:
             act.untracked.append((act.lines.get(v, 0), v, f"it is declared {kind}"))
         return State(names, [act.composites[k] for k in sorted(act.composites)],
                      [act.mutated[k] for k in sorted(act.mutated)],
-                     globals_=act.names & self.globals, nonlocals=act.names & self.nonlocals)
+                     globals_=act.names & self.globals, nonlocals=act.names & self.nonlocals,
+                     deleted=act.deleted)
 
     def _emit(self, s, state, bound, defs, call, args, untracked=()):
         """Statements for one converted statement: inits, state functions, body defs, call."""
@@ -123,8 +124,13 @@ class ControlFlowConverter:
         return [n.copy_location(x, s) for x in inits + state_defs + defs + [stmt]]
 
     def _body(self, name, params, state, stmts, bound):
-        inner = Bound(set(params) | set(state.plain))
-        body = state.declarations() + self.block(stmts, inner)
+        inner = Bound(set(params) | set(state.plain), outer=bound.maybe | bound.outer)
+        # `del y` of a variable bound before the statement: without `nonlocal` the generated
+        # function would make `y` its own (unbound) local: UnboundLocalError where Python
+        # has none
+        deleted = (deleted_names(stmts) & (bound.maybe | bound.outer) & self.locals) - \
+            set(params) - state.globals
+        body = state.declarations(deleted) + self.block(stmts, inner)
         return n.function(name, params, body)
 
     # -- if ------------------------------------------------------------------------------

@@ -21,11 +21,12 @@ class Bound:
     """Names bound in the scope being converted: `maybe` (on some path), `definite` (on
     every path). A state name bound on no path gets `x = ag__.Undefined('x')` first."""
 
-    def __init__(self, names=()):
+    def __init__(self, names=(), outer=()):
         self.maybe, self.definite = set(names), set(names)
+        self.outer = frozenset(outer)     # bound in an enclosing generated function
 
     def copy(self):
-        b = Bound()
+        b = Bound(outer=self.outer)
         b.maybe, b.definite = set(self.maybe), set(self.definite)
         return b
 
@@ -39,9 +40,11 @@ class State:
     (Activity Composite objects), then `mutated`; `extra` are names only restored between
     the branches of a graph `if` (read before written in a branch, dead after it)."""
 
-    def __init__(self, names, composites, mutated, extra=(), globals_=(), nonlocals=()):
+    def __init__(self, names, composites, mutated, extra=(), globals_=(), nonlocals=(),
+                 deleted=()):
         self.names, self.composites, self.mutated = list(names), list(composites), mutated
         self.extra = list(extra)
+        self.deleted = set(deleted)    # names a `del` in the block may unbind
         # names the user declared global/nonlocal that the block assigns: declared again
         # in the generated functions, never state
         self.globals, self.nonlocals = set(globals_), set(nonlocals)
@@ -80,7 +83,7 @@ class State:
             return None, None, [], []
         undefined = [v for v in self.plain if v not in bound.maybe]
         inits = [n.assign_value(v, n.ag_call("Undefined", n.const(v))) for v in undefined]
-        known = bound.definite | set(undefined)
+        known = (bound.definite - self.deleted) | set(undefined)
         reads = [n.load(v) if v in known else _ldu(n.load(v), v) for v in self.names]
         reads += [_ldu(c.node, c.key) for c in self.composites]
         reads += [_ldu(c.node, c.key) for c, _, _ in self.mutated]

@@ -57,6 +57,33 @@ def len_(value):
     return builtins.len(value)
 
 
+def int_(*args, **kwargs):
+    """`int(x)`: of a symbolic scalar tensor, that value as an int32 tensor (TF's AutoGraph
+    casts too). Python's int() truncates toward zero as the cast does; a value the int32
+    result cannot hold (and NaN/inf, where Python raises) fails an `assert` op when the
+    graph runs rather than wrapping silently."""
+    if len(args) != 1 or kwargs or type(args[0]) is not Tensor or not args[0].is_symbolic \
+            or args[0].shape != ():
+        return builtins.int(*args, **kwargs)
+    from ... import dtypes as _dt
+    from ...runtime.dispatch import bind, convert_to_tensor
+    x = args[0]
+    if x.dtype is _dt.int32:
+        return x
+    if x.dtype is not _dt.bool_:
+        lo = -2.0 ** 31 if x.dtype is _dt.float32 else -2.0 ** 31 - 1.0
+        fits = bind("logical_and",
+                    bind("greater_equal" if x.dtype is _dt.float32 else "greater", x,
+                         convert_to_tensor(lo if x.dtype.is_floating else -2 ** 31, x.dtype)),
+                    bind("less", x, convert_to_tensor(2.0 ** 31 if x.dtype.is_floating
+                                                      else 2 ** 31, x.dtype)))
+        bind("assert", fits, message=(
+            f"int() of a {x.dtype.name} tensor whose value is NaN, infinite or outside the "
+            "int32 range: inside a compiled function int(tensor) is an int32 tensor (as in "
+            "TF), which cannot hold it (Python gives an int or raises)"))
+    return OPS["cast"](x, _dt.int32)
+
+
 def gc_range_(start, limit=None, delta=1, dtype=None, name="range"):
     """`gc.range(...)`: while tracing, a lazy range, so `for i in gc.range(n)` counts with
     a loop counter instead of materializing the whole range tensor first."""
@@ -76,6 +103,7 @@ def _gc_ranges():
 
 _BUILTINS = {id(f): (f, impl) for f, impl in
              ((builtins.print, print_), (builtins.range, range_), (builtins.len, len_),
+              (builtins.int, int_),
               (builtins.enumerate, enumerate_), (builtins.zip, zip_),
               (builtins.reversed, reversed_)) + tuple((r, gc_range_) for r in _gc_ranges())}
 

@@ -191,8 +191,10 @@ def _python_int_mixed(error, named_inits):
     """The loop variables that start as Python ints, quoted, when `error` is an op's
     refusal to mix int32 with another dtype (`s = 0; for v in x: s += v` over floats:
     Python gives a float, the loop an int32 variable): '' otherwise."""
-    if type(error) is not TypeError or "different dtypes" not in str(error) \
-            or "int32" not in str(error):
+    text = str(error)
+    mixed = "different dtypes" in text or (      # `s = 0` then `s = s + 0.5`
+        "cannot use Python value" in text and "int32 tensor" in text)
+    if type(error) is not TypeError or not mixed or "int32" not in text:
         return ""
     weak = [f"'{n}'" for n, v in named_inits
             if isinstance(v, numbers.Integral) and not isinstance(v, bool)]

@@ -1,4 +1,5 @@
 """Helpers shared by the control-flow operators: the values a statement carries in and out."""
+from ...errors import StructureError
 from ...runtime import nest
 from ...runtime.context import format_location, user_location
 from ...runtime.dispatch import convert_to_tensor
@@ -68,7 +69,7 @@ def check_carried(value, name, statement, loc, allow_none=False):
         if type(leaf) is Tensor or hasattr(leaf, "_to_flow") or hasattr(leaf, "_as_tensor") \
                 or isinstance(leaf, (numbers.Number, np.ndarray, np.generic)):
             continue
-        raise TypeError(
+        raise StructureError(
             f"'{name}' holds {type(leaf).__name__} {leaf!r}, which cannot flow through the "
             f"tensor `{statement}` at {loc}: variables a tensor `{statement}` assigns must be "
             "tensors, numbers or lists/tuples/dicts of them. Give it one value before the "

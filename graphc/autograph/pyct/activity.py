@@ -79,6 +79,7 @@ class Activity:
         self.composites = {}     # key -> Composite
         self.mutated = {}        # key -> (Composite, method, line)
         self.untracked = []      # (line, text): stores that cannot be state
+        self.deleted = deleted_names(stmts)
         stores, calls = [], []
         _collect(stmts, stores, calls)
         for target, line, *deleted in stores:
@@ -124,6 +125,19 @@ class Activity:
         for key in list(self.mutated):
             if key in self.composites or key in self.names:
                 del self.mutated[key]
+
+
+def deleted_names(stmts):
+    """Names a `del` statement in `stmts` unbinds (nested scopes excluded)."""
+    out, stack = set(), list(stmts)
+    while stack:
+        x = stack.pop()
+        if isinstance(x, SCOPES):
+            continue
+        if isinstance(x, gast.Delete):
+            out |= {t.id for t in x.targets if isinstance(t, gast.Name)}
+        stack.extend(gast.iter_child_nodes(x))
+    return out
 
 
 def _name_lines(stmts):
