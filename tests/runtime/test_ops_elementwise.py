@@ -131,6 +131,21 @@ def test_python_scalars_take_the_tensor_dtype():
           np.array([0.0, 2.0], np.float32))
 
 
+def test_numpy_data_and_leading_python_scalars_take_the_op_dtype_as_in_tf():
+    # TF: tf.constant([1., 4.]) * np.sqrt(2.0) and + np.ones(2) stay float32;
+    # tf.add(7.0, 2) and tf.where(c, 1.0, 0) are float32 (the first value's dtype leads)
+    x = np.array([1.0, 4.0], np.float32)
+    check(lambda t: t * np.sqrt(2.0) + np.ones(2), x * np.float32(np.sqrt(2.0)) + 1, x)
+    check(lambda t: np.array([1, 2]) + t, x + np.float32([1, 2]), x)
+    check(lambda t: t + np.int64(3), np.array([4, 5], np.int32), np.array([1, 2], np.int32))
+    check(lambda c: gc.where(c, 1.0, 0), np.array([1.0, 0.0], np.float32), np.array([True, False]))
+    check(lambda t: gc.add(7.0, 2) + t, x + 9, x)
+    # a conversion that would change the value raises (TF silently truncates or wraps)
+    for bad in (lambda t: t + np.float64(2.5), lambda t: t * np.array([2**40]),
+                lambda t: gc.add(7, 2.5) + t):
+        raises_both(bad, TypeError, ["int32 tensor"], np.array([1, 2], np.int32))
+
+
 def test_integer_true_division_gives_float64():
     check(gc.divide, np.array([0.5, -1.5]), np.array([1, -3], np.int32), np.int32(2))
     check(gc.floordiv, np.array([0, -2], np.int32), np.array([1, -3], np.int32), np.int32(2))
