@@ -8,6 +8,7 @@ from hypothesis.extra import numpy as hnp
 
 import graphc as gc
 from op_helpers import arrays, check, raises_both, out_shape, assert_same
+from op_helpers import eager as eager_run, traced as traced_run
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -20,13 +21,19 @@ def _safe_int_exponent(y):
     return (np.abs(y) % 4).astype(y.dtype)
 
 
+def _tf_floordiv(x, y):
+    """TF's FloorDiv: floor(x / y) of the rounded quotient on floats (tf.math.floordiv(1.,
+    0.1) is 10., numpy's floor_divide gives 9.), floored integer division on ints."""
+    return np.floor(x / y) if x.dtype.kind == "f" else np.floor_divide(x, y)
+
+
 # name -> (numpy reference, dtypes to try, how to make the second operand valid)
 BINARY = {
     "add": (np.add, ["float32", "int32", "int64"], None),
     "subtract": (np.subtract, ["float64", "int32"], None),
     "multiply": (np.multiply, ["float32", "int64"], None),
     "divide": (np.true_divide, ["float32", "float64"], _nonzero),
-    "floordiv": (np.floor_divide, ["float32", "int32"], _nonzero),
+    "floordiv": (_tf_floordiv, ["float32", "int32"], _nonzero),
     "mod": (np.mod, ["float64", "int32"], _nonzero),
     "pow": (np.power, ["int32"], _safe_int_exponent),
     "maximum": (np.maximum, ["float32", "int32"], None),
@@ -121,6 +128,24 @@ def test_clip_by_value():
     x = np.array([[-1.0, 2.0], [0.5, 7.0]], np.float32)
     lo = np.array([0.0, 1.0], np.float32)
     check(lambda t, lo_: gc.clip_by_value(t, lo_, 3.0), np.minimum(np.maximum(x, lo), 3.0), x, lo)
+
+
+def test_float_floordiv_is_floor_of_the_quotient_as_in_tf():
+    # tf.math.floordiv gives inf, -inf, -0., -0., 10. here; numpy's floor_divide gives nan,
+    # nan, -1., -1., 9. (it floors the exact quotient and is Python's // at the infinities)
+    x = np.array([np.inf, -np.inf, -1.0, -0.0, 1.0], np.float32)
+    y = np.array([2.0, 3.0, np.inf, 1.0, 0.1], np.float32)
+    want = np.array([np.inf, -np.inf, -0.0, -0.0, 10.0], np.float32)
+    for run in (eager_run, traced_run):
+        got = run(gc.floordiv, x, y).numpy()
+        np.testing.assert_array_equal(got, want)
+        assert np.signbit(got[2:4]).all()
+
+
+def test_clip_by_value_with_lo_above_hi_gives_lo_as_in_tf():
+    # TF computes max(min(t, hi), lo): tf.clip_by_value([-1., .5, 2.], 1., 0.) is [1., 1., 1.]
+    x = np.array([-1.0, 0.5, 2.0], np.float32)
+    check(lambda t: gc.clip_by_value(t, 1.0, 0.0), np.ones(3, np.float32), x)
 
 
 # -- TF type rules -----------------------------------------------------------------------
