@@ -100,6 +100,13 @@ def test_unary_op_matches_numpy(name, dtype, data):
     check(lambda a: getattr(gc, name)(a), want, x, rtol=1e-6, atol=1e-7)
 
 
+def test_round_returns_integers_unchanged_as_in_tf():
+    # tf.math.round of an int tensor is the tensor itself (graphc raised TypeError)
+    x = np.array([-7, 2**31 - 1, 0], np.int32)
+    check(gc.round, x, x)
+    check(gc.round, x.astype(np.int64) * 2**31, x.astype(np.int64) * 2**31)
+
+
 def test_round_is_half_to_even_like_tf():
     x = np.array([0.5, 1.5, 2.5, -0.5, -1.5], np.float32)
     check(gc.round, np.array([0, 2, 2, -0, -2], np.float32), x)

@@ -228,3 +228,15 @@ def test_range_infers_the_widest_dtype_of_its_arguments(args, dtype, values):
               gc.function(lambda *a: gc.range(*a), backend="numpy")(*args)):
         assert r.dtype is dtype
         np.testing.assert_array_equal(r.numpy(), values)
+
+
+@pytest.mark.parametrize("args", [(5, 0), (0, 10, -1), (10, None, -2)])
+def test_range_with_delta_pointing_away_from_limit_is_an_error_as_in_tf(args):
+    """tf.range(5, 0) raises 'Requires start <= limit when delta > 0' (Python's range gives
+    []); graphc returned an empty tensor. start == limit is still an empty range."""
+    with pytest.raises(ValueError, match="range: start .* delta"):
+        gc.range(*args)
+    f = gc.function(lambda *a: gc.range(*a), backend="numpy")
+    with pytest.raises(gc.errors.InvalidArgumentError, match="range: start .* delta"):
+        f(*[gc.constant(a) for a in args if a is not None])
+    assert gc.range(3, 3).numpy().shape == (0,) and gc.range(3, 3, -1).numpy().shape == (0,)

@@ -257,5 +257,14 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
                        "{full} to {got}; bounds must broadcast to t's own shape")
 
 
-PUBLIC.update(where=where, cast=cast, sigmoid=sigmoid, clip_by_value=clip_by_value)
+def round(x, name=None):  # noqa: A001 - TF's name
+    """Round half to even. Integers are returned unchanged, as tf.math.round does."""
+    x = convert_to_tensor(x)
+    if x.dtype.is_integer:
+        return x
+    return bind("round", x)
+
+
+PUBLIC.update(where=where, cast=cast, sigmoid=sigmoid, clip_by_value=clip_by_value,
+              round=round)
 PUBLIC["truediv"] = PUBLIC["divide"]   # TF's name for `/` (ints give float64)
