@@ -240,3 +240,28 @@ def test_range_with_delta_pointing_away_from_limit_is_an_error_as_in_tf(args):
     with pytest.raises(gc.errors.InvalidArgumentError, match="range: start .* delta"):
         f(*[gc.constant(a) for a in args if a is not None])
     assert gc.range(3, 3).numpy().shape == (0,) and gc.range(3, 3, -1).numpy().shape == (0,)
+
+
+def test_reshape_infers_minus_one_beside_a_zero_as_in_tf():
+    # TF leaves zeros out when a 0 is among the sizes: reshape(zeros([0, 3]), [0, -1]) is
+    # [0, 3] and reshape(zeros([2, 0, 3]), [-1, 0]) is [6, 0]; graphc raised 'not a multiple
+    # of 0'. [2, 3] -> [-1, 0] still fails (6 elements into 0)
+    check(lambda t: gc.reshape(t, [0, -1]), np.zeros((0, 3), np.float32),
+          np.zeros((0, 3), np.float32))
+    check(lambda t: gc.reshape(t, [-1, 0]), np.zeros((6, 0), np.float32),
+          np.zeros((2, 0, 3), np.float32))
+    raises_both(lambda t: gc.reshape(t, [-1, 0]), ValueError, ["reshape", "[2,3]"],
+                np.zeros((2, 3), np.float32))
+    f = gc.function(lambda x: gc.reshape(x, [0, -1]), backend="numpy",
+                    input_signature=[gc.TensorSpec([None, 3])])
+    assert f(np.zeros((0, 3), np.float32)).shape == (0, 3)
+
+
+def test_tf_argument_forms_of_shape_ops():
+    # all accepted by TF: a numpy shape, a one-element axis list, squeeze(x, []) squeezing
+    # every size-1 axis, and concat of a single tensor (not a list) giving it back
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    check(lambda t: gc.reshape(t, np.array([3, 2])), x.reshape(3, 2), x)
+    check(lambda t: gc.expand_dims(t, [0]), x[None], x)
+    check(lambda t: gc.squeeze(t, []), np.zeros((3,), np.float32), np.zeros((1, 3, 1), np.float32))
+    check(lambda t: gc.concat(t, 0), x, x)
