@@ -265,3 +265,11 @@ def test_tf_argument_forms_of_shape_ops():
     check(lambda t: gc.expand_dims(t, [0]), x[None], x)
     check(lambda t: gc.squeeze(t, []), np.zeros((3,), np.float32), np.zeros((1, 3, 1), np.float32))
     check(lambda t: gc.concat(t, 0), x, x)
+
+
+def test_stack_of_python_numbers_takes_their_common_dtype_as_in_tf():
+    # tf.stack([1, 2.5]) is float32 [1., 2.5] (the numbers convert together); graphc raised
+    assert_same(gc.stack([1, 2.5]), np.array([1.0, 2.5], np.float32))
+    assert_same(gc.stack([1, 2]), np.array([1, 2], np.int32))
+    assert_same(gc.function(lambda: gc.stack([True, False]), backend="numpy")(),
+                np.array([True, False]))

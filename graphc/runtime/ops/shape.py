@@ -295,7 +295,11 @@ def concat(values, axis, name=None):
 
 def stack(values, axis=0, name=None):
     """Join same-shaped tensors along a new `axis` (a composite of expand_dims and concat)."""
-    xs = convert_like(list(values), "stack")
+    values = list(values)
+    if values and all(isinstance(v, (int, float, bool)) for v in values):
+        # as TF, Python numbers alone are converted together: stack([1, 2.5]) is float32
+        values = [constant(v, convert_to_tensor(values).dtype) for v in values]
+    xs = convert_like(values, "stack")
     if not xs:
         raise ValueError("stack: needs at least one tensor")
     first = xs[0]
