@@ -2,6 +2,8 @@
 (so they trace, fuse and differentiate like any other user code). Keyword names follow TF."""
 import math
 
+import numpy as np
+
 from . import dtypes as _dt
 from .runtime.autodiff.tape import stop_gradient
 from .runtime.context import composite_errors, located_errors
@@ -40,6 +42,8 @@ def leaky_relu(features, alpha=0.2, name=None):
     x = convert_to_tensor(features)
     if x.dtype.is_integer:   # as TF: integer features are computed in float32
         x = _ew.cast(x, _dt.float32)
+    if isinstance(alpha, (int, float)):   # TF's alpha is a float32 attr: 0.2 is 0.2f on float64
+        alpha = float(np.float32(alpha))
     return _E["where"](_E["greater"](x, 0), x, _E["multiply"](x, alpha))
 
 
@@ -112,11 +116,10 @@ def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=No
     """Per-example -sum(labels * log softmax(logits)) along `axis` (labels: a distribution)."""
     op = "softmax_cross_entropy_with_logits"
     x = _float(op, logits)
-    y = convert_to_tensor(labels, x.dtype) if type(labels) is not type(x) else labels
-    check_kind(op, y.type, FLOAT, "labels")
-    if y.dtype is not x.dtype:
-        raise TypeError(f"{op}: labels have dtype {y.dtype.name} but logits {x.dtype.name}; "
-                        f"use gc.cast(labels, gc.{x.dtype.name})")
+    # as TF, labels of any dtype are cast to the logits' (int or bool one-hot rows included)
+    y = convert_to_tensor(labels) if type(labels) is type(x) or hasattr(labels, "_as_tensor") \
+        else convert_to_tensor(labels, x.dtype)
+    y = _ew.cast(y, x.dtype)
     axis = normalize_axis(op, axis, x.ndim)
     from .runtime.ops.shape import check_shape
     y = check_shape(y, x, f"{op}: labels of shape {{got}} and logits of shape {{full}} must "

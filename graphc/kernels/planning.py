@@ -36,7 +36,10 @@ class KernelSpec:
                      for k, v in sorted(op.attrs.items())}
             ins = ",".join(ids[id(v)] for v in op.inputs)
             outs = ",".join(f"{v.type.dtype.name}{len(v.type.shape)}" for v in op.outputs)
-            lines.append(f"v{n}:{outs}={op.type}({ins}){attrs}")
+            # the op's scalar template too: the kernels package fingerprint (cache.py) does
+            # not cover the registry, so an edited template must change the key itself
+            tmpl = getattr(REGISTRY.get(op.type), "scalar", None)
+            lines.append(f"v{n}:{outs}={op.type}({ins}){attrs} {tmpl!r}")
         lines.append("outputs=" + ",".join(ids[id(v)] for v in g.outputs))
         return "\n".join(lines)
 

@@ -270,33 +270,51 @@ def bind_stack(values, dtype=None):
 
 
 def convert_like(values, op_name):
-    """Convert op arguments TF-style: Python scalars take the dtype of the tensor arguments.
+    """Convert op arguments TF-style: data that is not a tensor takes the dtype of the first
+    tensor argument (as TF converts Python and numpy data to the dtype the op already has).
 
-    Tensors, variables and numpy arrays keep their dtypes (a mismatch is reported by the
-    op's type rule, naming both dtypes); plain Python data adopts the first of those dtypes.
+    Tensors and variables keep their dtypes (a mismatch is reported by the op's type rule,
+    naming both dtypes). With no tensor, the first numpy value's dtype leads, else the first
+    Python value's (`add(7.0, 2)` is float32, as in TF). Conversion never changes a value:
+    2.5 or np.float64(2.5) with an int tensor, or 2**40 with an int32 one, is a TypeError.
     """
     anchor = None
     for v in values:
         if type(v) is Tensor or hasattr(v, "_as_tensor"):
             anchor = v.dtype
             break
-        if isinstance(v, (np.ndarray, np.generic)):
-            anchor = _dt.from_numpy(v.dtype)
-            break
+    if anchor is None:
+        for v in values:
+            if isinstance(v, (np.ndarray, np.generic)):
+                anchor = _dt.from_numpy(v.dtype)
+                break
+    if anchor is None and values and _is_data(values[0]):
+        anchor = convert_to_tensor(values[0]).dtype
     out = []
     for v in values:
         if type(v) is Tensor:
             out.append(v)
-        elif isinstance(v, (numbers.Number, list, tuple)) and not isinstance(v, np.generic) \
-                and anchor is not None:
+        elif anchor is not None and _is_data(v):
             try:
                 out.append(constant(v, anchor))
             except (TypeError, ValueError) as e:
-                raise TypeError(f"{op_name}: cannot use Python value {v!r} with a "
+                what = "numpy value" if isinstance(v, (np.ndarray, np.generic)) else \
+                    "Python value"
+                raise TypeError(f"{op_name}: cannot use {what} {_short(v)} with a "
                                 f"{anchor.name} tensor ({e})") from None
         else:
             out.append(convert_to_tensor(v))
     return out
+
+
+def _is_data(v):
+    """Python numbers and lists, and numpy arrays and scalars of a graphc dtype: data that
+    adopts the dtype of the op's tensors (a list holding tensors is packed by stack)."""
+    if isinstance(v, (np.ndarray, np.generic)):
+        return _dt.from_numpy(v.dtype) is not None
+    if isinstance(v, (list, tuple)):
+        return not any(_is_tensorish(x) for x in _leaves(v))
+    return isinstance(v, numbers.Number)
 
 
 def is_number(v):

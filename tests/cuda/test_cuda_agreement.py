@@ -44,6 +44,9 @@ def test_nan_inf_and_negative_zero(dtype):
     agree(lambda a: [gc.exp(a * 2), gc.log(a + 0), gc.maximum(a * 1, a * 2), gc.sqrt(a),
                      gc.minimum(a * 1, -a), gc.sign(-a), gc.floor(a * 0.5), a * -1.0,
                      a / 0.0, -a + 0.0], x, kernels=KERNELS)
+    # float floordiv is TF's floor(x / y): inf // 3 is inf, -1e-30 // inf is -0. (numpy: nan, -1)
+    agree(lambda a: [(a * 2) // 3.0, (a * -1.0) // np.inf, gc.floordiv(a * 1, 0.0)], x,
+          kernels=KERNELS)
 
 
 @pytest.mark.parametrize("axis", [None, 0, 1])

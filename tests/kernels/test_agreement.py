@@ -110,6 +110,18 @@ def test_special_float_values_agree():
                       gc.minimum(a * 1, -a), gc.sign(-a), gc.floor(a * 0.5)], x)
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_float_floordiv_agrees_at_infinities_and_zeros():
+    # TF's floor(x / y): inf // 2 is inf and -1 // inf is -0.0 (Python's // gives nan, -1)
+    x = np.array([np.inf, -np.inf, -1.0, -0.0, 1.0, 7.0, np.nan], np.float32)
+    y = np.array([2.0, 3.0, np.inf, 1.0, 0.1, 0.0, 1.0], np.float32)
+    got = _agree(lambda a, b: [gc.floordiv(a * 2, b * 2), (a * 2) // (b * 2)], x, y)
+    want = np.array([np.inf, -np.inf, -0.0, -0.0, 10.0, np.inf, np.nan], np.float32)
+    for g in got:
+        np.testing.assert_array_equal(g.numpy(), want)
+        assert np.signbit(g.numpy()[2:4]).all()
+
+
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(shape=st.sampled_from([(6,), (3, 4), (2, 3, 4)]), data=st.data(),
        dtype=st.sampled_from(["float32", "float64", "int32"]), keep=st.booleans(),

@@ -92,9 +92,10 @@ def running_max(x):
 
 def test_running_max_and_argmax_lower_and_agree():
     x = seeded(5).standard_normal((9, 5)).astype(np.float32)
-    x[4, 2] = np.nan        # the NaN wins in maximum and argmax, as in numpy
-    (best, where, top, _), _ = agree(running_max, x)
-    assert np.isnan(best[2]) and int(top) == 2
+    x[4, 2] = np.nan        # the NaN wins in maximum (as in numpy and TF), never in argmax
+    (best, where, top, low), _ = agree(running_max, x)   # or argmin (TF's rule, not numpy's)
+    assert np.isnan(best[2]) and int(top) == int(np.argmax(np.nan_to_num(best, nan=-np.inf)))
+    assert low[4] == np.argmin(np.nan_to_num(x[4, ::-1], nan=np.inf))
 
 
 def newton_sqrt(a, x):

@@ -8,6 +8,7 @@ from hypothesis.extra import numpy as hnp
 
 import graphc as gc
 from op_helpers import arrays, check, raises_both, out_shape, assert_same
+from op_helpers import eager as eager_run, traced as traced_run
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -20,13 +21,19 @@ def _safe_int_exponent(y):
     return (np.abs(y) % 4).astype(y.dtype)
 
 
+def _tf_floordiv(x, y):
+    """TF's FloorDiv: floor(x / y) of the rounded quotient on floats (tf.math.floordiv(1.,
+    0.1) is 10., numpy's floor_divide gives 9.), floored integer division on ints."""
+    return np.floor(x / y) if x.dtype.kind == "f" else np.floor_divide(x, y)
+
+
 # name -> (numpy reference, dtypes to try, how to make the second operand valid)
 BINARY = {
     "add": (np.add, ["float32", "int32", "int64"], None),
     "subtract": (np.subtract, ["float64", "int32"], None),
     "multiply": (np.multiply, ["float32", "int64"], None),
     "divide": (np.true_divide, ["float32", "float64"], _nonzero),
-    "floordiv": (np.floor_divide, ["float32", "int32"], _nonzero),
+    "floordiv": (_tf_floordiv, ["float32", "int32"], _nonzero),
     "mod": (np.mod, ["float64", "int32"], _nonzero),
     "pow": (np.power, ["int32"], _safe_int_exponent),
     "maximum": (np.maximum, ["float32", "int32"], None),
@@ -93,6 +100,13 @@ def test_unary_op_matches_numpy(name, dtype, data):
     check(lambda a: getattr(gc, name)(a), want, x, rtol=1e-6, atol=1e-7)
 
 
+def test_round_returns_integers_unchanged_as_in_tf():
+    # tf.math.round of an int tensor is the tensor itself (graphc raised TypeError)
+    x = np.array([-7, 2**31 - 1, 0], np.int32)
+    check(gc.round, x, x)
+    check(gc.round, x.astype(np.int64) * 2**31, x.astype(np.int64) * 2**31)
+
+
 def test_round_is_half_to_even_like_tf():
     x = np.array([0.5, 1.5, 2.5, -0.5, -1.5], np.float32)
     check(gc.round, np.array([0, 2, 2, -0, -2], np.float32), x)
@@ -123,12 +137,45 @@ def test_clip_by_value():
     check(lambda t, lo_: gc.clip_by_value(t, lo_, 3.0), np.minimum(np.maximum(x, lo), 3.0), x, lo)
 
 
+def test_float_floordiv_is_floor_of_the_quotient_as_in_tf():
+    # tf.math.floordiv gives inf, -inf, -0., -0., 10. here; numpy's floor_divide gives nan,
+    # nan, -1., -1., 9. (it floors the exact quotient and is Python's // at the infinities)
+    x = np.array([np.inf, -np.inf, -1.0, -0.0, 1.0], np.float32)
+    y = np.array([2.0, 3.0, np.inf, 1.0, 0.1], np.float32)
+    want = np.array([np.inf, -np.inf, -0.0, -0.0, 10.0], np.float32)
+    for run in (eager_run, traced_run):
+        got = run(gc.floordiv, x, y).numpy()
+        np.testing.assert_array_equal(got, want)
+        assert np.signbit(got[2:4]).all()
+
+
+def test_clip_by_value_with_lo_above_hi_gives_lo_as_in_tf():
+    # TF computes max(min(t, hi), lo): tf.clip_by_value([-1., .5, 2.], 1., 0.) is [1., 1., 1.]
+    x = np.array([-1.0, 0.5, 2.0], np.float32)
+    check(lambda t: gc.clip_by_value(t, 1.0, 0.0), np.ones(3, np.float32), x)
+
+
 # -- TF type rules -----------------------------------------------------------------------
 def test_python_scalars_take_the_tensor_dtype():
     check(lambda t: t + 1, np.array([2, 3], np.int64), np.array([1, 2], np.int64))
     check(lambda t: 2.5 * t, np.array([2.5, 5.0], np.float64), np.array([1.0, 2.0]))
     check(lambda t: gc.maximum(t, 1), np.array([1.0, 2.0], np.float32),
           np.array([0.0, 2.0], np.float32))
+
+
+def test_numpy_data_and_leading_python_scalars_take_the_op_dtype_as_in_tf():
+    # TF: tf.constant([1., 4.]) * np.sqrt(2.0) and + np.ones(2) stay float32;
+    # tf.add(7.0, 2) and tf.where(c, 1.0, 0) are float32 (the first value's dtype leads)
+    x = np.array([1.0, 4.0], np.float32)
+    check(lambda t: t * np.sqrt(2.0) + np.ones(2), x * np.float32(np.sqrt(2.0)) + 1, x)
+    check(lambda t: np.array([1, 2]) + t, x + np.float32([1, 2]), x)
+    check(lambda t: t + np.int64(3), np.array([4, 5], np.int32), np.array([1, 2], np.int32))
+    check(lambda c: gc.where(c, 1.0, 0), np.array([1.0, 0.0], np.float32), np.array([True, False]))
+    check(lambda t: gc.add(7.0, 2) + t, x + 9, x)
+    # a conversion that would change the value raises (TF silently truncates or wraps)
+    for bad in (lambda t: t + np.float64(2.5), lambda t: t * np.array([2**40]),
+                lambda t: gc.add(7, 2.5) + t):
+        raises_both(bad, TypeError, ["int32 tensor"], np.array([1, 2], np.int32))
 
 
 def test_integer_true_division_gives_float64():

@@ -71,6 +71,16 @@ def test_reduce_mean_float_matches_numpy(data):
           rtol=1e-9, atol=1e-12)
 
 
+def test_int32_reduce_mean_does_not_overflow_as_in_tf():
+    # TF: reduce_mean([2**30] * 3) is 2**30 and of [2**31 - 1] * 2 is 2**31 - 1 (the int32
+    # sum would wrap to -2**30 and -2); int64 means still wrap, as TF's do
+    big = np.array([[2**30] * 3, [2**31 - 1, 2**31 - 1, -7]], np.int32)
+    check(lambda t: gc.reduce_mean(t, axis=1), np.array([2**30, 1431655762], np.int32), big)
+    check(lambda t: gc.reduce_mean(t[1:, :2], keepdims=True), np.array([[2**31 - 1]], np.int32),
+          big)
+    check(lambda t: gc.reduce_mean(t), np.array(0, np.int32), np.zeros((0,), np.int32))
+
+
 def test_reduce_mean_on_ints_truncates_toward_zero_like_tf():
     x = np.array([[-1, -2], [3, 4], [7, 0]], np.int32)
     check(lambda t: gc.reduce_mean(t, axis=1), np.array([-1, 3, 3], np.int32), x)
@@ -101,6 +111,19 @@ def test_arg_reductions_give_int64(name, np_fn, data):
     x = data.draw(arrays("float32", min_dims=1, min_side=1))
     axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
     check(lambda t: getattr(gc, name)(t, axis=axis), np_fn(x, axis=axis).astype(np.int64), x)
+
+
+def test_arg_reductions_never_pick_nan_and_take_bools_as_in_tf():
+    # TF: argmax([1, nan, 3]) is 2, argmax([nan, 1]) is 1, argmax([nan, nan]) is 0,
+    # argmax([nan, -inf]) is 0, argmin([nan, -inf]) is 1 (numpy picks the first NaN)
+    nan, inf = np.nan, np.inf
+    x = np.array([[1, nan, 3], [nan, 1, nan], [nan, nan, nan], [nan, -inf, nan],
+                  [3, nan, 1], [2, nan, 2]], np.float32)
+    check(lambda t: gc.argmax(t, axis=1), np.array([2, 1, 0, 0, 0, 0], np.int64), x)
+    check(lambda t: gc.argmin(t, axis=1), np.array([0, 1, 0, 1, 2, 0], np.int64), x)
+    check(lambda t: gc.argmax(t), np.array([4, 1, 0], np.int64), x)
+    check(lambda t: gc.argmax(t), np.array(1, np.int64), np.array([False, True, True]))
+    check(lambda t: gc.argmin(t), np.array(0, np.int64), np.array([False, True]))
 
 
 def test_argmax_default_axis_is_zero():
@@ -143,8 +166,7 @@ def test_repeated_axis_is_rejected():
 
 @pytest.mark.parametrize("name,x,needs", [
     ("reduce_sum", np.zeros(2, bool), "numeric"), ("reduce_all", np.zeros(2, np.float32), "bool"),
-    ("reduce_logsumexp", np.zeros(2, np.int32), "floating"),
-    ("argmax", np.zeros(2, bool), "numeric")])
+    ("reduce_logsumexp", np.zeros(2, np.int32), "floating")])
 def test_bad_dtype_is_a_type_error_naming_dtype(name, x, needs):
     raises_both(lambda t: getattr(gc, name)(t), TypeError, [name, x.dtype.name, needs], x)
 

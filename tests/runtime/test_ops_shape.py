@@ -228,3 +228,48 @@ def test_range_infers_the_widest_dtype_of_its_arguments(args, dtype, values):
               gc.function(lambda *a: gc.range(*a), backend="numpy")(*args)):
         assert r.dtype is dtype
         np.testing.assert_array_equal(r.numpy(), values)
+
+
+@pytest.mark.parametrize("args", [(5, 0), (0, 10, -1), (10, None, -2)])
+def test_range_with_delta_pointing_away_from_limit_is_an_error_as_in_tf(args):
+    """tf.range(5, 0) raises 'Requires start <= limit when delta > 0' (Python's range gives
+    []); graphc returned an empty tensor. start == limit is still an empty range."""
+    with pytest.raises(ValueError, match="range: start .* delta"):
+        gc.range(*args)
+    f = gc.function(lambda *a: gc.range(*a), backend="numpy")
+    with pytest.raises(gc.errors.InvalidArgumentError, match="range: start .* delta"):
+        f(*[gc.constant(a) for a in args if a is not None])
+    assert gc.range(3, 3).numpy().shape == (0,) and gc.range(3, 3, -1).numpy().shape == (0,)
+
+
+def test_reshape_infers_minus_one_beside_a_zero_as_in_tf():
+    # TF leaves zeros out when a 0 is among the sizes: reshape(zeros([0, 3]), [0, -1]) is
+    # [0, 3] and reshape(zeros([2, 0, 3]), [-1, 0]) is [6, 0]; graphc raised 'not a multiple
+    # of 0'. [2, 3] -> [-1, 0] still fails (6 elements into 0)
+    check(lambda t: gc.reshape(t, [0, -1]), np.zeros((0, 3), np.float32),
+          np.zeros((0, 3), np.float32))
+    check(lambda t: gc.reshape(t, [-1, 0]), np.zeros((6, 0), np.float32),
+          np.zeros((2, 0, 3), np.float32))
+    raises_both(lambda t: gc.reshape(t, [-1, 0]), ValueError, ["reshape", "[2,3]"],
+                np.zeros((2, 3), np.float32))
+    f = gc.function(lambda x: gc.reshape(x, [0, -1]), backend="numpy",
+                    input_signature=[gc.TensorSpec([None, 3])])
+    assert f(np.zeros((0, 3), np.float32)).shape == (0, 3)
+
+
+def test_tf_argument_forms_of_shape_ops():
+    # all accepted by TF: a numpy shape, a one-element axis list, squeeze(x, []) squeezing
+    # every size-1 axis, and concat of a single tensor (not a list) giving it back
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    check(lambda t: gc.reshape(t, np.array([3, 2])), x.reshape(3, 2), x)
+    check(lambda t: gc.expand_dims(t, [0]), x[None], x)
+    check(lambda t: gc.squeeze(t, []), np.zeros((3,), np.float32), np.zeros((1, 3, 1), np.float32))
+    check(lambda t: gc.concat(t, 0), x, x)
+
+
+def test_stack_of_python_numbers_takes_their_common_dtype_as_in_tf():
+    # tf.stack([1, 2.5]) is float32 [1., 2.5] (the numbers convert together); graphc raised
+    assert_same(gc.stack([1, 2.5]), np.array([1.0, 2.5], np.float32))
+    assert_same(gc.stack([1, 2]), np.array([1, 2], np.int32))
+    assert_same(gc.function(lambda: gc.stack([True, False]), backend="numpy")(),
+                np.array([True, False]))

@@ -236,8 +236,12 @@ def test_numpy_operators_with_a_tensor_stay_tensor_ops():
                       (np.array([1, 6], np.int32) ^ gc.constant([3, 3]), [2, 5])]:
         assert type(got) is gc.Tensor
         np.testing.assert_array_equal(got.numpy(), want)
-    with pytest.raises(TypeError, match="different dtypes float64 and float32"):
-        np.ones(2) + t                         # graphc's (TF's) dtype rule, not numpy's
+    # numpy data adopts the tensor's dtype as in TF (np.ones(2) + tf.constant([1., 4.]) is a
+    # float32 [2., 5.]), never numpy's promotion to float64; a value it would change raises
+    got = np.ones(2) + t
+    assert got.dtype == gc.float32 and got.numpy().tolist() == [2.0, 5.0]
+    with pytest.raises(TypeError, match="numpy value .*int32 tensor.*fractional"):
+        np.float64(2.5) * gc.constant([1, 2])   # TF would truncate 2.5 to 2: never silently
     f = gc.function(lambda x: np.ones(2, np.float32) * x + 1.0)
     np.testing.assert_array_equal(f(t).numpy(), [2.0, 5.0])
     with pytest.raises(gc.errors.OperatorNotAllowedInGraphError):

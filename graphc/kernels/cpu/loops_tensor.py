@@ -278,13 +278,19 @@ class TensorLowering:
 
         def elem(i):
             return f"{src}[{', '.join(oidx[:axis] + [i] + oidx[axis:])}]"
+        # a NaN never wins, as in TF (the numpy rule reads NaN as -inf for argmax, +inf for
+        # argmin): the strict compare keeps the first of equal values
+        floating = op.inputs[0].type.dtype.is_floating
+        worst = f"{np_name(op.inputs[0].type.dtype)}({'-' if cmp == '>' else ''}np.inf)"
+        v = self.fresh("v")
         self.emit(d, f"{best} = {elem('0')}  # {op.type} {loc}")
+        if floating:
+            self.emit(d, f"{best} = {best} if {best} == {best} else {worst}")
         self.emit(d, f"{pos} = 0")
         self.emit(d, f"for {k} in range(1, {xshape[axis]}):")
-        # the first NaN wins, as in np.argmax
-        self.emit(d + 1, f"if {elem(k)} {cmp} {best} or ({elem(k)} != {elem(k)} and "
-                  f"{best} == {best}):")
-        self.emit(d + 2, f"{best} = {elem(k)}")
+        self.emit(d + 1, f"{v} = {elem(k)}")
+        self.emit(d + 1, f"if {v} {cmp} {best}:")
+        self.emit(d + 2, f"{best} = {v}")
         self.emit(d + 2, f"{pos} = {k}")
         self.emit(d, f"{res} = {t}({pos})")
 

@@ -99,10 +99,23 @@ def _range_infer(types):
     return [tensor(types[0].dtype, (None,))]
 
 
-def _range_impl(start, limit, delta):
+def _range_problem(start, limit, delta):
+    """What TF's Range refuses: a zero delta, or one pointing away from `limit`
+    (tf.range(5, 0) raises 'Requires start <= limit when delta > 0'; Python gives [])."""
     if delta == 0:
+        return "delta must not be zero"
+    if delta > 0 and start > limit:
+        return f"start {start} > limit {limit} needs a negative delta, got {delta}"
+    if delta < 0 and start < limit:
+        return f"start {start} < limit {limit} needs a positive delta, got {delta}"
+    return None
+
+
+def _range_impl(start, limit, delta):
+    problem = _range_problem(start, limit, delta)
+    if problem:
         from ...errors import InvalidArgumentError
-        raise InvalidArgumentError("range: delta must not be zero")
+        raise InvalidArgumentError(f"range: {problem}")
     return np.arange(start, limit, delta, dtype=np.asarray(start).dtype)
 
 
@@ -131,8 +144,9 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):
         raise TypeError("range: dtype bool is not supported; use int32, int64, float32 or "
                         "float64")
     if all(is_number(a) for a in args):
-        if delta == 0:
-            raise ValueError("range: delta must not be zero")
+        problem = _range_problem(start, limit, delta)
+        if problem:
+            raise ValueError(f"range: {problem}")
         return constant(np.arange(start, limit, delta).astype(dtype.np), dtype)
     from .elementwise import cast
     return bind("range", *(cast(convert_to_tensor(a), dtype) if not is_number(a)

@@ -93,7 +93,16 @@ _binary("multiply", np.multiply, "({0} * {1})", vjp=lambda g, o, x, y: (g * y, g
 _binary("divide", _quiet(np.true_divide), "({0} / {1})",
         out=lambda d: d if d.is_floating else _dt.float64,
         vjp=lambda g, o, x, y: (g / y, -g * o / y))
-_binary("floordiv", _int_division(np.floor_divide, "floordiv"), "({0} // {1})",
+def _floor_divide(x, y):
+    """TF's FloorDiv: floor(x / y) on floats (inf // 2 is inf and -1 // inf is -0.0, where
+    numpy's floor_divide gives nan and -1), numpy's floored division on integers."""
+    if np.asarray(x).dtype.kind == "f":
+        return np.floor(np.true_divide(x, y))
+    return np.floor_divide(x, y)
+
+
+# the template is the float rule; integer outputs use the checked ifloordiv (kernels/expr.py)
+_binary("floordiv", _int_division(_floor_divide, "floordiv"), "floor({0} / {1})",
         vjp=lambda g, o, x, y: (_zero(x), _zero(y)))
 _binary("mod", _int_division(np.mod, "mod"), "({0} % {1})",
         vjp=lambda g, o, x, y: (g, -g * P["floordiv"](x, y)))
@@ -239,13 +248,23 @@ def sigmoid(x, name=None):
 
 @composite_errors("clip_by_value")
 def clip_by_value(t, clip_value_min, clip_value_max, name=None):
-    """min(max(t, lo), hi) elementwise. As TF, the bounds may not broadcast `t` larger."""
+    """max(min(t, hi), lo) elementwise, in TF's order (so lo > hi gives lo). As TF, the
+    bounds may not broadcast `t` larger."""
     t = convert_to_tensor(t)
-    out = PUBLIC["minimum"](PUBLIC["maximum"](t, clip_value_min), clip_value_max)
+    out = PUBLIC["maximum"](PUBLIC["minimum"](t, clip_value_max), clip_value_min)
     from .shape import check_shape
     return check_shape(out, t, "clip_by_value: the clip bounds would broadcast t of shape "
                        "{full} to {got}; bounds must broadcast to t's own shape")
 
 
-PUBLIC.update(where=where, cast=cast, sigmoid=sigmoid, clip_by_value=clip_by_value)
+def round(x, name=None):  # noqa: A001 - TF's name
+    """Round half to even. Integers are returned unchanged, as tf.math.round does."""
+    x = convert_to_tensor(x)
+    if x.dtype.is_integer:
+        return x
+    return bind("round", x)
+
+
+PUBLIC.update(where=where, cast=cast, sigmoid=sigmoid, clip_by_value=clip_by_value,
+              round=round)
 PUBLIC["truediv"] = PUBLIC["divide"]   # TF's name for `/` (ints give float64)

@@ -13,7 +13,7 @@ from ..dispatch import bind, constant, convert_to_tensor
 from ..registry import register, REDUCE, OPAQUE
 from ..static_value import static_value
 from ..tensor import Tensor
-from ._rules import NUMERIC, BOOL, check_kind, tensor
+from ._rules import ANY, NUMERIC, BOOL, check_kind, tensor
 
 
 def static_int(op, value, what="axis"):
@@ -199,6 +199,10 @@ def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
     x = convert_to_tensor(input_tensor)
     check_kind("reduce_mean", x.type, NUMERIC)
     axes = normalize_axes("reduce_mean", axis, x.ndim)
+    if x.dtype is _dt.int32:
+        # TF sums int32 without overflow (reduce_mean([2**30] * 3) is 2**30): sum in int64
+        from .elementwise import cast
+        return cast(reduce_mean(cast(x, _dt.int64), axes, keepdims), _dt.int32)
     total = PUBLIC["reduce_sum"](x, axes, keepdims)
     n = _count(x, axes)
     if x.dtype.is_floating:
@@ -233,10 +237,10 @@ PUBLIC.update(reduce_mean=reduce_mean, reduce_logsumexp=reduce_logsumexp)
 
 
 # -- arg-reductions and cumsum ---------------------------------------------------------
-def _arg_register(name, np_fn):
+def _arg_register(name, np_fn, nan_as):
     def infer(types, axis, output_type):
         t = types[0]
-        check_kind(name, t, NUMERIC)
+        check_kind(name, t, ANY)          # bools too, as TF (argmax([False, True]) is 1)
         _check_axes(name, t, (axis,))
         if t.shape[axis] == 0:
             raise ValueError(f"{name}: cannot take {name} over axis {axis} of size 0 ({t})")
@@ -245,12 +249,16 @@ def _arg_register(name, np_fn):
         return [tensor(output_type, t.shape[:axis] + t.shape[axis + 1:])]
 
     def impl(x, axis, output_type):
+        if x.dtype.kind == "f":
+            # TF never picks a NaN (argmax([1, nan, 3]) is 2, argmax([nan, nan]) is 0);
+            # numpy picks the first NaN
+            x = np.where(np.isnan(x), x.dtype.type(nan_as), x)
         return np.asarray(np_fn(x, axis=axis)).astype(output_type.np, copy=False)
     register(name, infer, impl, kind=OPAQUE, nondiff=True)
 
 
-_arg_register("argmax", np.argmax)
-_arg_register("argmin", np.argmin)
+_arg_register("argmax", np.argmax, -np.inf)
+_arg_register("argmin", np.argmin, np.inf)
 
 
 def _public_arg(name):

@@ -24,6 +24,8 @@ def _shape_arg(op, shape, allow_minus_one=False):
     """A shape argument -> (template of int|None, int32 shape tensor or None when static)."""
     if type(shape) is Tensor and not shape.is_symbolic:
         shape = shape.numpy().tolist()
+    if isinstance(shape, np.ndarray):       # tf.reshape(x, np.array([3, 2])) works too
+        shape = shape.tolist()
     if type(shape) is Tensor:
         check_kind(op, shape.type, INTEGER, "shape")
         if shape.ndim != 1 or shape.shape[0] is None:
@@ -79,12 +81,30 @@ def _reshape_problem(dims, shape):
     what = f"reshape: cannot reshape a tensor of shape {_dims(dims)} ({n} elements) into " \
            f"shape {_dims(shape)}"
     if -1 in shape:
-        p = _prod([d for d in shape if d != -1])
-        if p == 0 or n % p:
-            return f"{what}: {n} is not a multiple of {p}"
+        p, m = _minus_one_terms(dims, shape)
+        if p == 0 or m % p:
+            return f"{what}: {m} is not a multiple of {p}"
+        full = [m // p if d == -1 else d for d in shape]
+        if _prod(full) != n:
+            return f"{what} ({_prod(full)} elements)"
     elif _prod(shape) != n:
         return f"{what} ({_prod(shape)} elements)"
     return None
+
+
+def _minus_one_terms(dims, shape):
+    """TF's rule for the -1 of a reshape, as (divisor, dividend): with a 0 among the given
+    sizes, zeros are left out of both products (tf.reshape(zeros([0, 3]), [0, -1]) is
+    [0, 3]); otherwise the -1 is the element count over the product of the given sizes."""
+    sizes = [d for d in shape if d != -1]
+    if 0 in sizes:
+        return _prod([d for d in sizes if d]), _prod([d for d in dims if d])
+    return _prod(sizes), _prod(dims)
+
+
+def _minus_one(dims, shape):
+    p, m = _minus_one_terms(dims, shape)
+    return m // p
 
 
 def _reshape_infer(types, shape):
@@ -100,7 +120,7 @@ def _reshape_infer(types, shape):
             problem = _reshape_problem(x.shape, shape)
             if problem:
                 raise ValueError(problem)
-            out[i] = _prod(x.shape) // _prod(rest)
+            out[i] = _minus_one(x.shape, shape)
     elif known and None not in out and _reshape_problem(x.shape, shape):
         raise ValueError(_reshape_problem(x.shape, shape))
     return [tensor(x.dtype, tuple(out))]
@@ -111,6 +131,8 @@ def _reshape_impl(x, *dynamic, shape):
     problem = _reshape_problem(np.shape(x), target)
     if problem:       # shapes known only at run time: the same words as at trace time
         raise InvalidArgumentError(problem)
+    if -1 in target:  # numpy cannot infer a -1 beside a 0: TF's rule gives its size
+        target = tuple(_minus_one(np.shape(x), target) if d == -1 else d for d in target)
     return np.reshape(x, target)
 
 
@@ -181,6 +203,8 @@ register("expand_dims", _expand_infer, _expand_impl, kind=SHAPE,
 def expand_dims(input, axis, name=None):
     """Insert a size-1 axis at `axis` (in [-rank-1, rank])."""
     x = convert_to_tensor(input)
+    if isinstance(axis, (list, tuple, np.ndarray)) and np.size(axis) == 1:
+        axis = np.ravel(axis)[0]             # TF takes a one-element axis list too
     return bind("expand_dims", x, axis=normalize_axis("expand_dims", axis, x.ndim + 1))
 
 
@@ -207,6 +231,8 @@ register("squeeze", _squeeze_infer, _squeeze_impl, kind=SHAPE,
 def squeeze(input, axis=None, name=None):
     """Remove size-1 axes: all of them when `axis` is None, else the given ones."""
     x = convert_to_tensor(input)
+    if isinstance(axis, (list, tuple)) and not axis:
+        axis = None                          # TF: squeeze(x, []) squeezes every size-1 axis
     if axis is None:
         if None in x.shape:
             raise ValueError(f"squeeze: shape {_dims(x.shape)} has unknown dimensions, so which "
@@ -256,6 +282,8 @@ register("concat", _concat_infer,
 
 def concat(values, axis, name=None):
     """Join tensors along an existing `axis`; other dimensions must match."""
+    if not isinstance(values, (list, tuple)):
+        values = [values]                    # as TF: one tensor is concat of itself
     xs = convert_like(list(values), "concat")
     if not xs:
         raise ValueError("concat: needs at least one tensor")
@@ -267,7 +295,11 @@ def concat(values, axis, name=None):
 
 def stack(values, axis=0, name=None):
     """Join same-shaped tensors along a new `axis` (a composite of expand_dims and concat)."""
-    xs = convert_like(list(values), "stack")
+    values = list(values)
+    if values and all(isinstance(v, (int, float, bool)) for v in values):
+        # as TF, Python numbers alone are converted together: stack([1, 2.5]) is float32
+        values = [constant(v, convert_to_tensor(values).dtype) for v in values]
+    xs = convert_like(values, "stack")
     if not xs:
         raise ValueError("stack: needs at least one tensor")
     first = xs[0]
