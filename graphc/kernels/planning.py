@@ -84,8 +84,8 @@ def plan_layout(group, shapes, lay=None):
         return lay
     for op in group.ops:
         s = env[id(op.outputs[0])]
-        if op.type in REDUCTIONS:
-            continue
+        if op.type in REDUCTIONS or id(op.outputs[0]) in getattr(group, "scalar_values", ()):
+            continue    # (cuda's folded groups: a 0-d op on 0-d inputs, once per thread)
         if axes and len(op.outputs[0].type.shape) < group.rank:
             # an op on dropped-axes reduction results (cuda's folded groups): the kept axes
             if tuple(s) == reduced(domain, axes, False):

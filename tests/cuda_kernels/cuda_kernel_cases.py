@@ -82,3 +82,29 @@ def folded(dtype):
     step.__name__ = f"folded_{dtype.name}"
     return step, [gc.TensorSpec([8, 16], dtype), gc.TensorSpec([8, 16], dtype),
                   gc.TensorSpec([8], dtype)]
+
+
+def scalar_folded(dtype):
+    """folding.py's scalar merges: a rate from a 0-d int64 counter (Adam's shape) that the
+    kernels of an elementwise update, a column sum's update and a row max (in its full
+    chain, and in its epilogue with a kept-axes input) compute themselves; and 0-d updates
+    by a constant -- the counter's, right after the first update, and another after the
+    row kernel -- each written by one thread."""
+    import numpy as np
+    t = gc.Variable(np.int64(3))
+    u = gc.Variable(np.zeros((), dtype.np))
+    w = gc.Variable(np.zeros((8, 16), dtype.np))
+    b = gc.Variable(np.zeros(16, dtype.np))
+
+    def step(x, g, k):
+        n = gc.cast(t + np.int64(1), dtype)
+        r = gc.sqrt(1 - 0.5 ** n) / (1 - 0.25 ** n) if dtype.is_floating else n * 3 - 1
+        w.assign_sub(g * r)
+        t.assign_add(np.int64(1))
+        b.assign_add(gc.reduce_sum(x, axis=0) * r)
+        out = gc.reduce_max(x * r, axis=1) + k * r
+        u.assign_sub(np.ones((), dtype.np))
+        return out
+    step.__name__ = f"scalars_{dtype.name}"
+    return step, [gc.TensorSpec([8, 16], dtype), gc.TensorSpec([8, 16], dtype),
+                  gc.TensorSpec([8], dtype)]

@@ -127,21 +127,29 @@ for name, fn, specs in (
                   resize={(8, 16): (1, 1 << 20), (16,): (1 << 20,)})
 
 # folded kernels (folding.py): epilogues after reductions and variable updates, in every
-# form; a folded float update keeps its product a separate instruction (no fma)
+# form, and scalar groups merged into them with 0-d updates by one thread; a folded float
+# update keeps its product a separate instruction (no fma: checked where no pow is inlined,
+# whose libdevice code uses fma itself)
 for dt in cases.FLOATS + cases.INTS:
-    fn, specs = cases.folded(dt)
-    g = trace(fn, *specs)
-    for n, (kind, item) in enumerate(folding.fold(g, fuse(g))):
-        grp = item.group if kind == "update" else item
-        if kind == "op":
-            continue
-        plan, ns = compile_plan(f"{fn.__name__}/{n}", grp, static(grp)) or (None, None)
-        if kind == "update" and plan is not None and plan.kind == "elementwise" and \
-                dt in cases.FLOATS:
-            ptx, _ = cuda.compile_ptx(ns["elementwise"].py_func,
-                                      plan.arg_types(grp, ns["elementwise"]), cc=CC)
-            report.setdefault("fold_fma", {})[dt.name] = sorted(set(re.findall(
-                r"\b(fma\.\w+|mul\.rn)\.f(?:32|64)", ptx)))
+    for fn, specs in (cases.folded(dt), cases.scalar_folded(dt)):
+        g = trace(fn, *specs)
+        for n, (kind, item) in enumerate(folding.fold(g, fuse(g))):
+            grp = item.group if kind == "update" else item
+            if kind == "op":
+                continue
+            label = f"{fn.__name__}/{n}"
+            plan, ns = compile_plan(label, grp, static(grp)) or (None, None)
+            if plan is not None and getattr(grp, "scalar_values", ()):
+                report.setdefault("scalars", []).append(f"{label}:{plan.kind}")
+            if plan is not None and any(not v.type.shape and id(v) not in grp.values
+                                        for v, _ in getattr(grp, "updates", ())):
+                report.setdefault("zero_d_updates", []).append(f"{label}:{plan.kind}")
+            if kind == "update" and plan is not None and plan.kind == "elementwise" and \
+                    dt in cases.FLOATS and fn.__name__.startswith("folded"):
+                ptx, _ = cuda.compile_ptx(ns["elementwise"].py_func,
+                                          plan.arg_types(grp, ns["elementwise"]), cc=CC)
+                report.setdefault("fold_fma", {})[dt.name] = sorted(set(re.findall(
+                    r"\b(fma\.\w+|mul\.rn)\.f(?:32|64)", ptx)))
 
 for dt in ("float32", "float64", "int32", "int64"):
     for ta in (False, True):

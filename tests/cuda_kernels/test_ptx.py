@@ -72,3 +72,19 @@ def test_folded_kernels_compile_to_ptx(report, dtype):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_folded_update_keeps_the_product_separate(report, dtype):
     assert report["fold_fma"][dtype] == ["mul.rn"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_scalar_folds_compile_to_ptx(report, dtype):
+    """folding.py's merged scalar groups (computed once per thread before the loops) in an
+    elementwise update, a column sum's update (one block, and partials + final) and a row
+    kernel; 0-d updates by one thread in the elementwise and the row kernel."""
+    got = {k.split("/", 1)[1].split(":", 1)[1] for k in report["kernels"]
+           if k.startswith(f"scalars_{dtype}/")}
+    assert {"elementwise:elementwise", "two_pass:one_block", "two_pass:final",
+            "two_pass:partials_0", "row:row"} <= got, got
+    mine = [s.split("/", 1)[1] for s in report["scalars"] if s.startswith(f"scalars_{dtype}/")]
+    assert sorted(k.split(":")[1] for k in mine) == ["elementwise", "row", "two_pass"], mine
+    zero_d = [s.split(":")[1] for s in report["zero_d_updates"]
+              if s.startswith(f"scalars_{dtype}/")]
+    assert sorted(zero_d) == ["elementwise", "row"], zero_d

@@ -12,7 +12,9 @@ file:line; inputs of rank 0 arrive as 1-element vectors (`in3[0]`).
 Groups folded by `folding` may also hold ops on dropped-axes reduction results (values of
 the kept axes only: `i{K}`), read inputs of that shape (`group.kept_inputs`), and write
 variable updates (`group.updates`): a value stored as `new_j = old_j (op) value`, or
-`old_j` while a device check's failure is unseen (`guard`, checks.py).
+`old_j` while a device check's failure is unseen (`guard`, checks.py); a 0-d update by a
+0-d input is written by one thread. Ops on 0-d inputs alone (a scalar group folding
+merged in) are the "const" level: computed once per thread, before any loop.
 """
 import contextlib
 import linecache
@@ -138,8 +140,15 @@ class Body:
                                  "outer" if not set(axes) & set(self.A) else "full")
         for op in g.ops:
             lv = {self.level[id(i)] for i in op.inputs}
-            full = op.type not in REDUCTIONS and "full" in lv
-            self.level[id(op.outputs[0])] = "full" if full else "outer"
+            v = op.outputs[0]
+            if op.type in REDUCTIONS:
+                self.level[id(v)] = "outer"
+            elif "full" in lv:
+                self.level[id(v)] = "full"
+            elif lv == {"const"} and not v.type.shape:
+                self.level[id(v)] = "const"     # scalars only: once per thread, up front
+            else:
+                self.level[id(v)] = "outer"
         self.reductions = [op for op in g.ops if op.type in REDUCTIONS]
         self.updates = getattr(g, "updates", ())       # (value, "add"|"subtract"|"assign")
 
@@ -180,6 +189,15 @@ class Body:
         return [f"x{k} = {self.load(k)}" for k, v in enumerate(self.g.inputs)
                 if self.level[id(v)] == level]
 
+    def const_lines(self):
+        """Lines before any loop: loads of inputs broadcast along every dim, then the ops
+        on those alone (0-d: a scalar group folding.py merged, e.g. Adam's rate)."""
+        lines = [f"{ln}  # read once: broadcast along every dim" for ln in self.loads("const")]
+        return lines + [self.stmt(op) for op in self.g.ops if self.is_level(op, "const")]
+
+    def is_level(self, op, level):
+        return self.level[id(op.outputs[0])] == level
+
     def full_chain(self, sinks):
         """Loads and statements computing the full-level values `sinks` need, in order."""
         need, stack = set(), list(sinks)
@@ -206,7 +224,8 @@ class Body:
     def sinks(self):
         """Values the kernel writes: outputs, then update values not among them."""
         vs = [v for v in self.g.outputs if id(v) in self.producer]
-        return vs + [v for v, _ in self.updates if all(v is not w for w in vs)]
+        return vs + [v for v, _ in self.updates
+                     if id(v) in self.producer and all(v is not w for w in vs)]
 
     def full_outputs(self):
         return [v for v in self.sinks() if self.is_full_output(v)]
@@ -229,15 +248,16 @@ class Body:
         idx, name = self._index(v), self.names[id(v)]
         k = self.out_index.get(id(v))
         lines = [] if k is None else [f"out{k}[{idx}] = {name}"]
-        for j, (u, kind) in enumerate(self.updates):
-            if u is v:
-                t = np_name(v.type.dtype)
-                new = name if kind == "assign" else (
-                    int_op(kind, f"old{j}[{idx}]", name, t) if v.type.dtype.is_integer
-                    else f"old{j}[{idx}] {'+' if kind == 'add' else '-'} {name}")
-                lines.append(f"new{j}[{idx}] = old{j}[{idx}] if keep else {t}({new})"
-                             f"  # {kind} into a variable")
-        return lines
+        return lines + [self._update(j, idx, name) for j, (u, _) in enumerate(self.updates)
+                        if u is v]
+
+    def _update(self, j, idx, value):
+        v, kind = self.updates[j]
+        t = np_name(v.type.dtype)
+        new = value if kind == "assign" else (
+            int_op(kind, f"old{j}[{idx}]", value, t) if v.type.dtype.is_integer
+            else f"old{j}[{idx}] {'+' if kind == 'add' else '-'} {value}")
+        return f"new{j}[{idx}] = old{j}[{idx}] if keep else {t}({new})  # {kind} into a variable"
 
     def update_params(self):
         """Kernel parameters after the outputs: each update's old and new value, the
@@ -246,8 +266,17 @@ class Body:
         return ps + ["guard"] if ps else []
 
     def prologue(self):
-        return ["keep = guard[0] != 0  # a device check failed: variables keep their values"
-                ] if self.updates else []
+        """The guard's read; then 0-d updates by a value the kernel reads as an input
+        (`iterations += 1`), written by the grid's first thread."""
+        if not self.updates:
+            return []
+        lines = ["keep = guard[0] != 0  # a device check failed: variables keep their values"]
+        ones = [self._update(j, "0", self.load(self.in_index[id(v)]))
+                for j, (v, _) in enumerate(self.updates) if id(v) in self.in_index]
+        if ones:
+            lines += ["if cuda.grid(1) == 0:  # 0-d updates: one thread"]
+            lines += ["    " + ln for ln in ones]
+        return lines
 
     # -- reductions -------------------------------------------------------------------------
     def acc_type(self, op):

@@ -6,13 +6,22 @@ values of the same kept-axes shape -- joins the reduction's kernel, where its op
 kept index after the reductions (the kernel's final write). fuse() keeps them apart:
 the values are not of the group's rank.
 
+Scalars: a rank-0 group on 0-d inputs only (Adam's `lr * sqrt(1 - b2^t) / (1 - b1^t)`
+from the step counter, one per variable) whose results only later groups read joins each
+of them: their kernels compute it once per thread, before their loops (codegen's "const"
+level) -- a few flops per thread instead of a launch.
+
 Updates: assign / assign_add / assign_sub ops right after the group that computes their
 values are written by that group's kernel (`new = old - value` per element, cast to the
 variable's dtype, integers wrapping), so the value itself is stored only where something
-else reads it. As updates.py, the result is a new array, and the old value is kept while a
-device check's failure is unseen (checks.py). Where the kernel cannot take them at run
-time (no kernel fits the shapes, a wrong-shaped value, one variable updated twice), the
-group runs alone and the updates one by one, as unfolded.
+else reads it. So is a 0-d update by a 0-d value made before the group (the optimizer's
+`iterations += 1` after the last variable's update; constant steps between are moved
+before the group): one thread writes it. Every read of the old value ran at an earlier
+step, and the kernel writes a new array, so those reads keep their contents. As
+updates.py, the result is a new array, and the old value is kept while a device check's
+failure is unseen (checks.py). Where the kernel cannot take them at run time (no kernel
+fits the shapes, a wrong-shaped value, one variable updated twice), the group runs alone
+and the updates one by one, as unfolded.
 """
 import copy
 
@@ -28,29 +37,52 @@ UPDATE_KINDS = {"assign_variable": "assign", "assign_add_variable": "add",
 
 def fold(graph, steps):
     """fuse()'s steps with epilogues merged and ("update", Fold) for folded updates."""
-    from .updates import ON_DEVICE
-    steps = _merge_epilogues(graph, list(steps))
+    steps = _merge_scalars(graph, _merge_epilogues(graph, list(steps)))
     users = _users(graph, steps)
+    made = _made(steps)
     out, k = [], 0
     while k < len(steps):
         kind, g = steps[k]
-        run = []
-        while kind == "group" and k + 1 + len(run) < len(steps):
-            nxt, op = steps[k + 1 + len(run)]
-            if nxt != "op" or op.type not in UPDATE_KINDS or \
-                    id(op.inputs[1]) not in g.values or \
-                    op.inputs[1].type.dtype.np.char not in ON_DEVICE:
+        run, moved, j = [], [], k + 1
+        while kind == "group" and j < len(steps):
+            nxt, op = steps[j]
+            if nxt == "op" and op.type == "constant" and not op.inputs:
+                moved.append(steps[j])      # no inputs, no launch: it may run first
+            elif _takes(g, op if nxt == "op" else None, made, k, moved):
+                run.append(op)
+            else:
                 break
-            run.append(op)
+            j += 1
         if run and not _constant_only(g) and not any(map(raises_on_integers, g.ops)):
-            at = range(k + 1, k + 1 + len(run))
+            at = range(k + 1, j)
             read = {id(v) for v in g.outputs if any(s not in at for s in users.get(id(v), ()))}
-            out.append(("update", Fold(g, run, read)))
-            k += 1 + len(run)
+            out += moved + [("update", Fold(g, run, read))]
+            k = j
         else:
             out.append(steps[k])
             k += 1
     return out
+
+
+def _takes(g, op, made, k, moved):
+    """Whether group `g`'s kernel (at step k) can write update `op`: its value is one of
+    g's, or a 0-d value made before g runs (one thread writes it)."""
+    from .updates import ON_DEVICE
+    if op is None or op.type not in UPDATE_KINDS:
+        return False
+    v = op.inputs[1]
+    if v.type.dtype.np.char not in ON_DEVICE:
+        return False
+    if id(v) in g.values:
+        return True
+    return tuple(v.type.shape) == () and (
+        made.get(id(v), -1) < k or any(v is c.outputs[0] for _, c in moved))
+
+
+def _made(steps):
+    """id(value) -> position of the step making it."""
+    return {id(v): s for s, (kind, item) in enumerate(steps)
+            for op in (item.ops if kind == "group" else [item]) for v in op.outputs}
 
 
 def _constant_only(g):
@@ -66,6 +98,43 @@ def _users(graph, steps):
     for v in graph.outputs:
         users.setdefault(id(v), []).append(len(steps))
     return users
+
+
+# -- scalars --------------------------------------------------------------------------------
+
+def _merge_scalars(graph, steps):
+    """Each scalar group whose results only later groups read, merged into those groups
+    (in order: one merged into another scalar group goes on with it). Not into a group
+    that runs op by op (lowering refuses it): the scalar would move to the host."""
+    users = _users(graph, steps)
+    keep = []
+    for i, (kind, s) in enumerate(steps):
+        at = {u for v in s.outputs for u in users.get(id(v), ())} if kind == "group" else ()
+        if not at or not _is_scalar(s) or any(
+                u >= len(steps) or steps[u][0] != "group" or
+                any(map(raises_on_integers, steps[u][1].ops)) for u in at):
+            keep.append(i)
+            continue
+        for u in at:
+            steps[u] = ("group", _with_scalars(s, steps[u][1]))
+    return [steps[i] for i in keep]
+
+
+def _is_scalar(g):
+    return (g.rank == 0 and g.axes is None and bool(g.inputs) and
+            all(tuple(v.type.shape) == () for v in g.inputs) and
+            not any(map(raises_on_integers, g.ops)))
+
+
+def _with_scalars(s, c):
+    """Group `c` computing scalar group `s`'s values itself (0-d: the "const" level)."""
+    m = copy.copy(c)
+    m.ops = s.ops + c.ops
+    m.values = c.values | s.values
+    ins = [v for v in c.inputs if id(v) not in s.values]
+    m.inputs = ins + [v for v in s.inputs if all(v is not w for w in ins)]
+    m.scalar_values = frozenset(getattr(c, "scalar_values", ())) | s.values
+    return m
 
 
 # -- epilogues ------------------------------------------------------------------------------
@@ -150,6 +219,10 @@ class Fold:
         k = self.group = copy.copy(group)
         k.updates = [(op.inputs[1], UPDATE_KINDS[op.type]) for op in ops]
         mine = {id(v) for v, _ in k.updates}
+        # 0-d values made before the group: inputs of its kernel (after the group's own)
+        k.inputs = list(group.inputs)
+        k.inputs += [v for v, _ in k.updates if id(v) not in group.values and
+                     all(v is not w for w in k.inputs)]
         k.outputs = [v for v in group.outputs if id(v) not in mine or id(v) in read]
         self.kernel, self._plain = GroupKernel(k), None
 
@@ -194,7 +267,8 @@ class Fold:
             return None
         olds = []
         for var, (v, _) in zip(variables, self.group.updates):
-            if tuple(var.shape) != kp.value_shape(v) or var.dtype.np != v.type.dtype.np:
+            shape = kp.value_shape(v) if id(v) in self.group.values else ()
+            if tuple(var.shape) != shape or var.dtype.np != v.type.dtype.np:
                 return None
             old = plan.dev.variable_on_device(var)
             if not old.is_c_contiguous():
@@ -214,7 +288,9 @@ class Fold:
             o = slot.get(id(self.full.outputs[k]))
             return plan.dev.alloc(shape, dtype) if o is None else \
                 env.allocator((o,))(0, shape, dtype)
-        got = dict(zip(map(id, self.full.outputs), self._plain(values, alloc=alloc)))
+        got = dict(zip(map(id, self.group.inputs), values))     # 0-d update values
+        got.update(zip(map(id, self.full.outputs),
+                       self._plain(values[:len(self.full.inputs)], alloc=alloc)))
         STATS.add("kernels")
         for v, o in zip(self.group.outputs, outs):
             env.put(o, got[id(v)])

@@ -299,6 +299,7 @@ def _folded(group):
     neither): update kinds and which inputs are indexed by the kept axes."""
     kept = getattr(group, "kept_inputs", ())
     at = {id(op.outputs[0]): n for n, op in enumerate(group.ops)}
+    at.update((id(v), f"in{k}") for k, v in enumerate(group.inputs))   # 0-d by an input
     return (f"updates={[(at[id(v)], kind) for v, kind in getattr(group, 'updates', ())]} "
             f"kept={[k for k, v in enumerate(group.inputs) if id(v) in kept]}")
 

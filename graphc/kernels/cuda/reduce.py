@@ -47,7 +47,7 @@ def _outer(b, upto, lines, pad):
         if op in b.reductions:
             j = b.reductions.index(op)
             lines.append(sp + f"{b.names[id(v)]} = rb_{j}[k]  # {op.type}, combined earlier")
-        elif b.level[id(v)] != "full":
+        elif b.level[id(v)] == "outer":
             lines.append(sp + b.stmt(op))
 
 
@@ -84,7 +84,7 @@ def row_source(spec, threads):
     params = _params(b) + ["nk", "nr"]
     body = ["tid = int64(cuda.threadIdx.x)"] + b.prologue()
     body += [b.shared(op)[1] for op in b.reductions]
-    body += [f"{ln}  # read once: broadcast along every dim" for ln in b.loads("const")]
+    body += b.const_lines()
     body += ["for k in range(int64(cuda.blockIdx.x), nk, int64(cuda.gridDim.x)):"]
     inner = []
     decompose("k", b.K, inner, 0)
@@ -96,7 +96,7 @@ def row_source(spec, threads):
             inner += _accumulate(b, op, "0", "nr", True, 0)
             inner += b.tree(op, b.shared(op)[0], acc_name(b, op), 0)
             inner.append(f"{b.names[id(v)]} = {acc_name(b, op)}")
-        elif b.level[id(v)] != "full":
+        elif b.level[id(v)] == "outer":
             inner.append(b.stmt(op))
     outer_outs = b.outer_outputs()
     if outer_outs:
@@ -135,7 +135,7 @@ def two_pass_source(spec, columns):
                   [f"d{a}" for a in range(b.R)] + ["nk", "nr", "nchunks", "chunk"])
         body = ["tid = int64(cuda.threadIdx.x)", "last = cuda.shared.array(1, int64)"]
         body += [] if columns else [b.shared(op)[1]]
-        body += [f"{ln}  # read once: broadcast along every dim" for ln in b.loads("const")]
+        body += b.const_lines()
         if columns:
             body += ["for task in range(cuda.grid(1), nk * nchunks, cuda.gridsize(1)):",
                      "    c = task // nk",
@@ -193,14 +193,14 @@ def one_block_source(spec, columns):
     g = b.g
     body = ["tid = int64(cuda.threadIdx.x)"]
     body += [] if columns else [b.shared(op)[1] for op in b.reductions]
-    body += [f"{ln}  # read once: broadcast along every dim" for ln in b.loads("const")]
+    body += b.const_lines()
     for j, op in enumerate(b.reductions):
         body.append(f"for k in range(tid, nk, {THREADS}):" if columns else
                     "for k in range(nk):")
         inner = _reduce_lines(b, op, g.ops.index(op), "0", "nr", columns, f"rb_{j}[k]")
         body += ["    " + ln for ln in inner]
         body.append("cuda.syncthreads()  # rb_%d is read by every thread from here" % j)
-    params, final = _final_body(b, f"range(tid, n, {THREADS})")
+    params, final = _final_body(b, f"range(tid, n, {THREADS})", consts=False)
     doc = f"{g.name}: {len(b.reductions)} reduction(s) and the outputs, one block"
     return "\n".join(HEADER + kernel_source("one_block", params, body + final, doc))
 
@@ -243,13 +243,14 @@ def _final(b):
     return kernel_source("final", params, body, doc)
 
 
-def _final_body(b, loop):
+def _final_body(b, loop, consts=True):
+    """`consts`: the const lines (one_block has them before its reductions)."""
     g = b.g
     rbs = [f"rb_{m}" for m in range(len(b.reductions))]
     params = _params(b, extra_in=rbs) + ["nk", "nr", "n"]
     full_outs, outer_outs = b.full_outputs(), b.outer_outputs()
     body = b.prologue()
-    body += [f"{ln}  # read once: broadcast along every dim" for ln in b.loads("const")]
+    body += b.const_lines() if consts else []
     body += [f"for t in {loop}:"]
     if full_outs:
         inner = ["k = t // nr", "r = t - k * nr"]
