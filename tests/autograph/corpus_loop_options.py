@@ -9,6 +9,7 @@ from graphc.autograph.experimental import set_loop_options
 from .corpus_base import case, f32, i32, V3, V5, M23
 
 slo = gc.autograph.experimental.set_loop_options
+V2 = np.array([2.0, 3.0], np.float32)
 
 
 @case((i32(4),), (i32(0),), (i32(1),))
@@ -109,7 +110,7 @@ def grow_inner_loop(n):
     return total, lengths
 
 
-@case((np.array([2.0, 3.0], np.float32), i32(3)))
+@case((V2, i32(3)))
 def grow_python_loop(x, n):
     # range of a Python number stays a Python loop: the directive has no effect there
     acc = x

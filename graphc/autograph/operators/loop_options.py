@@ -119,9 +119,8 @@ def _unwrap(v):
 def _check_fits(leaf, shape, name, kind, loop_where, at):
     """The initial value must have the invariant's rank and its known sizes (TF: 'has shape
     (2,) before the loop, which does not conform with the shape invariant (None, None)')."""
-    if shape is lv.EXACT or shape is None or hasattr(leaf, "_to_flow") or \
-            isinstance(leaf, type(None)):
-        return
+    if shape is lv.EXACT or shape is None or leaf is None or hasattr(leaf, "_to_flow"):
+        return      # no invariant, every dimension free, or not a tensor (a TensorArray)
     t = leaf if type(leaf) is Tensor else convert_to_tensor(leaf)
     have = list(t.shape)
     if len(have) != len(shape) or any(d is not None and d != h for d, h in zip(shape, have)):
