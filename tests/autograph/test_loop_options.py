@@ -208,6 +208,21 @@ def test_a_user_function_of_the_same_name_is_called():
     assert calls == [{"maximum_iterations": 1}]     # traced once, as a Python call
 
 
+
+def test_an_unknown_option_is_python_s_type_error():
+    def f(n):
+        s = 0
+        for i in gc.range(n):
+            set_loop_options(max_iterations=1)  # unknown-option
+            s += i
+        return s
+    with pytest.warns(AutoGraphWarning, match="unexpected keyword argument") as w:
+        with pytest.raises(TypeError, match="max_iterations"):
+            gc.function(f)(gc.constant(4))
+    assert [x.lineno for x in w if x.category is AutoGraphWarning] == [line_of("unknown-option")]
+    with pytest.raises(TypeError, match="max_iterations"):
+        f(gc.constant(4))                                        # as eagerly
+
 # -- errors --------------------------------------------------------------------------------
 
 def test_shape_change_without_invariant_names_set_loop_options_and_while_loop():

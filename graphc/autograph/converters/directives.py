@@ -55,7 +55,8 @@ def transform(fn, resolve, filename):
                 and is_directive(node.body[0].value, local):
             if _lift(node, node.body[0].value, found):
                 node.body = node.body[1:] or [gast.Pass()]
-        if isinstance(node, gast.Call) and is_directive(node, local):
+        if isinstance(node, gast.Call) and is_directive(node, local) and \
+                not any(f[0] == node.lineno for f in found):
             found.append((node.lineno, "it must be the first statement in the body of a "
                           "`for` or `while` loop, whose options it sets"))
         for c in gast.iter_child_nodes(node):
