@@ -121,3 +121,13 @@ def grow_python_loop(x, n):
         slo(shape_invariants=[(acc, [None])])
         acc = gc.concat([acc, acc[:1]], 0)
     return acc
+
+
+@case((i32(3),), (i32(0),))
+def grow_list_item(n):
+    a = [gc.zeros([0]), 0]
+    for _ in gc.range(n):
+        slo(shape_invariants=[(a[0], [None])])
+        a[0] = gc.concat([a[0], gc.ones([1])], 0)
+        a[1] += 1
+    return a[0], a[1]
