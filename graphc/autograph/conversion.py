@@ -121,7 +121,7 @@ def converted_code(fn):
         node, filename = function_node(fn)
         try:
             done = transformer.convert(node, filename, code.co_freevars,
-                                       code.co_flags & _FUTURE_FLAGS)
+                                       code.co_flags & _FUTURE_FLAGS, _resolver(fn))
         except SyntaxError as e:   # a construct the converter cannot express
             raise SourceUnavailable(f"its converted code does not compile ({e})") from None
         except Exception as e:  # noqa: BLE001 - a converter limitation must not break the call
@@ -130,6 +130,26 @@ def converted_code(fn):
         _register(done.code)
         _by_code[code] = done
     return done
+
+
+def _resolver(fn):
+    """A free name of `fn` -> its value now (closure cell, global, builtin), for the
+    converter's static directives."""
+    import builtins
+    from .converters.directives import _MISSING
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    namespace = getattr(fn, "__globals__", {})
+
+    def resolve(name):
+        if name in cells:
+            try:
+                return cells[name].cell_contents
+            except ValueError:      # an empty cell
+                return _MISSING
+        if name in namespace:
+            return namespace[name]
+        return getattr(builtins, name, _MISSING)
+    return resolve
 
 
 def _register(code):

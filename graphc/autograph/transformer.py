@@ -12,9 +12,8 @@ import re
 import gast
 
 from .converters import (asserts, break_statements, call_trees, chained_comparisons,
-                         conditional_expressions,
-                         continue_statements, control_flow, lint, logical_expressions,
-                         return_statements)
+                         conditional_expressions, continue_statements, control_flow,
+                         directives, lint, logical_expressions, return_statements)
 from .pyct import nodes as n
 from .pyct.analysis import SCOPES
 from .pyct.names import Namer
@@ -58,13 +57,19 @@ def _function_scopes(node):
     return out
 
 
-def convert(node, filename, freevars, future_flags=0):
+def convert(node, filename, freevars, future_flags=0, resolve=None):
     """Convert FunctionDef or Lambda `node` (in place); compile it inside a factory taking
-    `ag__` and the original free variables; return a Converted."""
+    `ag__` and the original free variables; return a Converted. `resolve(name)`: the value
+    of a free name of the function (for directives), or directives._MISSING."""
     lints = lint.find(node)
     namer = Namer(node)
     if isinstance(node, gast.FunctionDef):
         node.decorator_list = []
+        if resolve is not None:     # first: lowering jumps reshapes loop bodies
+            found = directives.transform(node, resolve, filename)
+            lints = sorted(lints + [(line, "directive", "set_loop_options has no effect "
+                                     f"here: {why}") for line, why in found],
+                           key=lambda f: f[0])
     for fn in _function_scopes(node):
         if _has_yield(fn):
             continue

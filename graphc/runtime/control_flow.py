@@ -255,7 +255,7 @@ def _check_same_structure(a, b, names):
 
 def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=None,
                name=None, *, parallel_iterations=10, back_prop=True, swap_memory=False,
-               _names=None):
+               _names=None, _converted=False):
     """Repeat `loop_vars = body(*loop_vars)` while `cond(*loop_vars)`.
 
     `loop_vars` is a list or tuple (any nest inside: lists, tuples, dicts, namedtuples,
@@ -266,7 +266,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
     TF's `parallel_iterations` and `swap_memory` are scheduling hints with no effect on
     results (accepted, unused); `back_prop=False` stops gradients through the result.
     """
-    out = _while_loop(cond, body, loop_vars, shape_invariants, maximum_iterations, _names)
+    out = _while_loop(cond, body, loop_vars, shape_invariants, maximum_iterations, _names,
+                      _converted)
     if back_prop:
         return out
     from .autodiff.tape import stop_gradient
@@ -274,7 +275,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
     return nest.pack_as(out, [stop_gradient(x) if type(x) is Tensor else x for x in leaves])
 
 
-def _while_loop(cond, body, loop_vars, shape_invariants, maximum_iterations, _names):
+def _while_loop(cond, body, loop_vars, shape_invariants, maximum_iterations, _names,
+                converted=False):
     if not callable(cond) or not callable(body):
         raise TypeError("while_loop: cond and body must be callables")
     single = not isinstance(loop_vars, (list, tuple))
@@ -319,7 +321,8 @@ def _while_loop(cond, body, loop_vars, shape_invariants, maximum_iterations, _na
     _finish_outputs(bg, b_res, "while_loop body", [t.dtype for t in in_types])
     for i, (v, o) in enumerate(zip(bg.inputs, bg.outputs)):
         lv.check_loop_var(_name(names + ["<iteration counter>"], i), v.type, o.type,
-                          shapes is not None, "after one iteration")
+                          shapes is not None and i < len(shapes) and shapes[i] is not lv.EXACT,
+                          "after one iteration", converted)
     init = [resolve(g, t) for t in tensors]
     if counter:
         init.append(resolve(g, convert_to_tensor(0, _dt.int32)))

@@ -46,11 +46,14 @@ EXACT = object()   # no shape invariant given: the loop var keeps its initial sh
 
 
 def flatten_invariants(inv, structure):
-    """One shape per loop-var leaf; `inv` nests like the loop vars (None covers a subtree)."""
+    """One shape per loop-var leaf; `inv` nests like the loop vars (None covers a subtree,
+    EXACT keeps a subtree's shapes)."""
     out = []
 
     def walk(s, x):
-        if x is None and nest.is_nest(s):
+        if x is EXACT:
+            out.extend([EXACT] * len(nest.flatten(s)))
+        elif x is None and nest.is_nest(s):
             out.extend([None] * len(nest.flatten(s)))
         elif isinstance(s, dict):
             if not isinstance(x, dict) or set(x) != set(s):
@@ -132,8 +135,9 @@ def body_output(out, vars_, single):
     return flat
 
 
-def check_loop_var(name, a, b, have_invariants, when):
-    """`a`: the type a loop var may have inside the loop; `b`: what the body made of it."""
+def check_loop_var(name, a, b, have_invariants, when, converted=False):
+    """`a`: the type a loop var may have inside the loop; `b`: what the body made of it;
+    `converted`: a loop AutoGraph made (its hint names set_loop_options first)."""
     if type(a) is not type(b) or a.dtype is not b.dtype:
         raise DtypeChangeError(
             f"while_loop: loop variable '{name}' enters the loop as {a} but the body makes it "
@@ -144,8 +148,16 @@ def check_loop_var(name, a, b, have_invariants, when):
         hint = ""
         if len(a.shape) == len(b.shape):
             fit = [None if x != y else x for x, y in zip(a.shape, b.shape)]
-            hint = (f" If it is meant to change, pass shape_invariants with None for that "
-                    f"dimension (e.g. {fit} for '{name}').")
+            if converted:
+                hint = (f" If it is meant to change, give it a shape invariant with None for "
+                        f"that dimension: start the loop's body with gc.autograph.experimental."
+                        f"set_loop_options(shape_invariants=[({name}, {fit})]) (for "
+                        f"gc.while_loop: shape_invariants with None for that dimension).")
+            else:
+                hint = (f" If it is meant to change, pass shape_invariants with None for that "
+                        f"dimension (e.g. {fit} for '{name}'; in a converted loop: "
+                        f"gc.autograph.experimental.set_loop_options(shape_invariants=...) "
+                        "first in its body).")
         elif not have_invariants:
             hint = " A loop variable must keep its rank."
         raise ValueError(f"while_loop: loop variable '{name}' has shape {list(a.shape)} on "

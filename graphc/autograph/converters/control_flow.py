@@ -22,6 +22,7 @@ import gast
 from ..pyct import nodes as n
 from ..pyct.activity import Activity, deleted_names
 from ..pyct.analysis import SCOPES, annotate_liveness, assigned, kills, live_in, reads
+from . import directives
 from .state_functions import Bound, State
 
 
@@ -119,6 +120,12 @@ class ControlFlowConverter:
         if call == "if_stmt" and get_name is not None:
             args.append(n.const(state.n_outputs))
         opts = state.options(untracked)
+        if getattr(s, "ag_loop_options", None):      # lifted set_loop_options
+            keys, values = directives.options_dict_items(s)
+            if opts is None:
+                opts = gast.Dict(keys=[], values=[])
+            opts.keys += [n.const(k) for k in keys]
+            opts.values += values
         stmt = gast.Expr(value=n.ag_call(call, *args, **({} if opts is None else {"opts": opts})))
         bound.add(state.plain)
         return [n.copy_location(x, s) for x in inits + state_defs + defs + [stmt]]

@@ -6,10 +6,12 @@ from ...errors import DtypeChangeError
 from ...runtime.context import format_location
 from ...runtime.dispatch import bind, convert_to_tensor
 from ...runtime.graph import Graph
+from ...runtime.loop_vars import EXACT
 from ...runtime.tensor import Tensor, OPS, is_symbolic
 from . import lint
 from .conditionals import if_stmt
 from .iteration import graph_iteration
+from .loop_options import LoopOptions
 from .state import StateAccess, check_carried, flat_names, zeros_like_type
 from .undefined import MaybeUndefined, Undefined, UndefinedUse
 
@@ -19,15 +21,19 @@ def while_stmt(test, body, get_state=None, set_state=None, names=(), opts=None):
     variables. A Python test loops in Python; once the test is a symbolic tensor, the
     remaining iterations become one `while` node carrying the state (`names`, read and
     written through `get_state` / `set_state`)."""
+    done = 0            # iterations run in Python before the test became a tensor
     while True:
         c = test()
         if is_symbolic(c):
             access = StateAccess(get_state, set_state, names, opts=opts)
+            loc = context.user_location()
             return _graph_loop(lambda lead: test(), lambda lead: _run(body), [], access,
-                               context.user_location(), "while")
+                               loc, "while", options=LoopOptions.of(opts, loc),
+                               python_iterations=done)
         if not c:
             return
         body()
+        done += 1
 
 
 def for_stmt(iterable, extra_test, body, get_state=None, set_state=None, names=(), opts=None):
@@ -38,7 +44,8 @@ def for_stmt(iterable, extra_test, body, get_state=None, set_state=None, names=(
     loop = graph_iteration(iterable)
     if loop is not None:
         access = StateAccess(get_state, set_state, names, opts=opts)
-        return _graph_for(loop, extra_test, body, access, context.user_location())
+        loc = context.user_location()
+        return _graph_for(loop, extra_test, body, access, loc, LoopOptions.of(opts, loc))
     return _python_for(iterable, extra_test, body, get_state, set_state, names, opts)
 
 
@@ -80,7 +87,7 @@ def _guarded_rest(it, go, extra_test, body, get_state, set_state, names, opts):
 
 # -- graph loops -------------------------------------------------------------------------
 
-def _graph_for(loop, extra_test, body, access, loc):
+def _graph_for(loop, extra_test, body, access, loc, options=None):
     dtype = loop.dtype
     start = _as_dtype(loop.start, dtype)
 
@@ -95,7 +102,7 @@ def _graph_for(loop, extra_test, body, access, loc):
         body(loop.item(i))
         return [bind("add", i, _as_dtype(loop.delta, dtype))]
 
-    _graph_loop(test, step, [start], access, loc, "for", ["<loop counter>"])
+    _graph_loop(test, step, [start], access, loc, "for", ["<loop counter>"], options)
 
 
 def _as_dtype(v, dtype):
@@ -115,14 +122,17 @@ def _below_limit(i, limit, delta, dtype):
     return bind("logical_or", up, down)
 
 
-def _graph_loop(test, step, lead, access, loc, kind, lead_names=()):
+def _graph_loop(test, step, lead, access, loc, kind, lead_names=(), options=None,
+                python_iterations=0):
     """One `while_loop` over the statement's state. `lead` are extra loop values the
     runtime keeps (a `for` counter): `test(lead)` is the condition, `step(lead)` runs the
     body and returns the next lead values. State that has no value on entry but is
     assigned on every path of the body starts as zeros of the type the body gives it, and
-    is checked to exist (the loop ran) wherever it is used after the loop."""
+    is checked to exist (the loop ran) wherever it is used after the loop. `options`:
+    the loop's set_loop_options (shape invariants, maximum_iterations)."""
     where_ = format_location(loc)
     init = access.read(kind, loc)
+    raw = init
     keep = access.carried(init, kind, loc)
     names = access.names
     # a variable that may have no value (first assigned in an enclosing loop) is carried
@@ -170,10 +180,19 @@ def _graph_loop(test, step, lead, access, loc, kind, lead_names=()):
         check_carried(init[k], names[k], kind, where_)
     flat = list(lead_names) + flat_names([names[k] for k in keep], carried) + \
         [f"<{names[k]} defined>" for k in flagged]
+    shapes, max_iter = None, None
+    if options is not None:
+        max_iter = options.maximum_iterations(python_iterations)
+        inv = options.invariants(raw, init, keep, names, kind, where_)
+        if inv:
+            shapes = [EXACT] * len(lead) + [
+                (nest.pack_as(init[k], inv[k]) if nest.is_nest(init[k]) else inv[k][0])
+                if k in inv else EXACT for k in keep] + [EXACT] * len(flagged)
     try:
         res = control_flow.while_loop(cond_fn, body_fn,
                                       list(lead) + carried + [flags[k] for k in flagged],
-                                      _names=flat)
+                                      shape_invariants=shapes, maximum_iterations=max_iter,
+                                      _names=flat, _converted=True)
     except BaseException as e:
         access.write(init)
         weak = _python_int_mixed(e, [(names[k], init[k]) for k in keep])

@@ -117,7 +117,9 @@ def _live_in_stmt(s, out, annotate):
             head = new
         if annotate:
             s.ag_head_live = set(head)
-        return head | (reads(s.iter) if isinstance(s, gast.For) else set())
+        # lifted set_loop_options arguments are read once, before the loop
+        before = getattr(s, "ag_loop_options_reads", set())
+        return head | before | (reads(s.iter) if isinstance(s, gast.For) else set())
     if isinstance(s, (gast.With, gast.AsyncWith)):
         inner = live_in(s.body, out, annotate)
         bound = assigned([i.optional_vars for i in s.items if i.optional_vars is not None])
