@@ -2,9 +2,11 @@
 
 Inside a compiled function each summary is an op like gc.print: it runs on every call, in
 program order, and passes never remove or reorder it (registry `effectful`). The op holds
-only its tag and options; the writer is looked up when it runs, in the calling thread (as
-in TF), so a function traced, saved or loaded without a writer logs to whatever writer is
-default when it is called -- and with none it returns at once.
+only its tag and options; the writer is looked up when it runs, in the calling thread, so a
+function traced, saved or loaded without a writer logs to whatever writer is default when it
+is called. A writer that was default while tracing (`with w.as_default():` inside the body,
+or around the first call) is the op's fallback, as TF captures it in the graph: with no
+default writer at call time the op writes there, and with neither it returns at once.
 """
 import numpy as np
 
@@ -14,7 +16,7 @@ from ..runtime.dispatch import bind, convert_to_tensor
 from ..runtime.registry import register, IO
 from ..runtime.tensor import Tensor
 from . import encode
-from .writer import ACTIVE, default_writer, get_step
+from .writer import ACTIVE, default_writer, get_step, traced_writer, writer_token
 
 
 def _check_step(op, types):
@@ -25,7 +27,7 @@ def _check_step(op, types):
                              f"{t.dtype.name}{list(t.shape)}")
 
 
-def _infer_scalar(types, *, tag, description):
+def _infer_scalar(types, *, tag, description, writer=None):
     _check_step("scalar", types)
     t = types[0]
     if t.shape != ():
@@ -34,12 +36,12 @@ def _infer_scalar(types, *, tag, description):
     return []
 
 
-def _infer_histogram(types, *, tag, buckets, description):
+def _infer_histogram(types, *, tag, buckets, description, writer=None):
     _check_step("histogram", types)
     return []
 
 
-def _infer_image(types, *, tag, max_outputs, description):
+def _infer_image(types, *, tag, max_outputs, description, writer=None):
     _check_step("image", types)
     t = types[0]
     if len(t.shape) != 4 or t.shape[3] not in (1, 3, 4):
@@ -48,14 +50,15 @@ def _infer_image(types, *, tag, max_outputs, description):
     return []
 
 
-def _infer_text(types, *, tag, text, description):
+def _infer_text(types, *, tag, text, description, writer=None):
     _check_step("text", types)
     return []
 
 
-def _writing(values, name, n_data=1):
-    """(writer, step) for a summary op about to run, or None when nothing is written."""
-    w = default_writer()
+def _writing(values, name, n_data=1, traced=None):
+    """(writer, step) for a summary op about to run, or None when nothing is written: the
+    calling thread's default writer, else the one that was default when the op was traced."""
+    w = default_writer() or traced_writer(traced)
     if w is None:
         return None
     if len(values) <= n_data:
@@ -64,34 +67,34 @@ def _writing(values, name, n_data=1):
     return w, int(values[-1])
 
 
-def _scalar_impl(*values, tag, description):
-    if not ACTIVE[0]:
+def _scalar_impl(*values, tag, description, writer=None):
+    if not ACTIVE[0] and writer is None:
         return
-    ws = _writing(values, "scalar")
+    ws = _writing(values, "scalar", 1, writer)
     if ws is not None:
         ws[0].add_summary(encode.scalar(tag, values[0], description), ws[1])
 
 
-def _histogram_impl(*values, tag, buckets, description):
-    if not ACTIVE[0]:
+def _histogram_impl(*values, tag, buckets, description, writer=None):
+    if not ACTIVE[0] and writer is None:
         return
-    ws = _writing(values, "histogram")
+    ws = _writing(values, "histogram", 1, writer)
     if ws is not None:
         ws[0].add_summary(encode.histogram(tag, values[0], buckets, description), ws[1])
 
 
-def _image_impl(*values, tag, max_outputs, description):
-    if not ACTIVE[0]:
+def _image_impl(*values, tag, max_outputs, description, writer=None):
+    if not ACTIVE[0] and writer is None:
         return
-    ws = _writing(values, "image")
+    ws = _writing(values, "image", 1, writer)
     if ws is not None:
         ws[0].add_summary(encode.image(tag, values[0], max_outputs, description), ws[1])
 
 
-def _text_impl(*values, tag, text, description):
-    if not ACTIVE[0]:
+def _text_impl(*values, tag, text, description, writer=None):
+    if not ACTIVE[0] and writer is None:
         return
-    ws = _writing(values, "text", 0)
+    ws = _writing(values, "text", 0, writer)
     if ws is not None:
         ws[0].add_summary(encode.text(tag, text, description), ws[1])
 
@@ -118,6 +121,10 @@ def _emit(kind, data, step, **attrs):
     elif not tracing or default_writer() is not None:
         raise ValueError(f"gc.summary.{kind}({attrs['tag']!r}): no step; pass step= (an int, "
                          "tensor or Variable) or call gc.summary.set_step(step) first")
+    if tracing:
+        token = writer_token(default_writer())
+        if token is not None:
+            attrs["writer"] = token
     bind("summary_" + kind, *inputs, **attrs)
     return None if tracing else True
 

@@ -6,8 +6,11 @@ by hand-encoded protobuf: the format is TensorBoard's to keep. The package is im
 when a writer is created (install `graphc[tensorboard]`).
 """
 import contextlib
+import itertools
+import os
 import threading
 import time
+import weakref
 
 _tls = threading.local()         # .stack: this thread's default writers (innermost last)
 _step = {"value": None}          # gc.summary.experimental-style default step (process-wide)
@@ -15,6 +18,11 @@ _step = {"value": None}          # gc.summary.experimental-style default step (p
 # first, so with no writer anywhere it returns before touching thread-local state.
 ACTIVE = [0]
 _active_lock = threading.Lock()
+# Writers by token: a summary op traced while a writer was default names it by token (an op
+# attribute must be plain data), the fallback when no writer is default at call time. The
+# process id and a counter keep a token loaded from a SavedModel from naming another writer.
+_by_token = weakref.WeakValueDictionary()
+_tokens = itertools.count(1)
 
 
 def _enter(stack, writer):
@@ -52,6 +60,7 @@ class SummaryWriter:
                                   flush_secs=max(flush_millis / 1000.0, 0.001),
                                   filename_suffix=filename_suffix)
         self._closed = False
+        self._token = None
 
     @contextlib.contextmanager
     def as_default(self, step=None):
@@ -129,6 +138,24 @@ def default_writer():
         return None
     s = getattr(_tls, "stack", None)
     return s[-1] if s else None
+
+
+def writer_token(writer):
+    """A token naming `writer` for a traced op's attributes (None for no writer)."""
+    if writer is None:
+        return None
+    if writer._token is None:
+        writer._token = f"{os.getpid()}:{id(_by_token)}:{next(_tokens)}"
+        _by_token[writer._token] = writer
+    return writer._token
+
+
+def traced_writer(token):
+    """The open writer a traced op's token names, or None."""
+    if token is None:
+        return None
+    w = _by_token.get(token)
+    return None if w is None or w._closed else w
 
 
 def flush(writer=None):
