@@ -301,3 +301,26 @@ def test_gradients_with_dimensions_known_only_at_run_time(name):
         eager = tape_grads(fn, [gc.constant(x)], ones)[0]
         np.testing.assert_allclose(grad(gc.constant(x)), eager, rtol=1e-10)
     assert grad.tracing_count == 1
+
+
+@pytest.mark.parametrize("backend", [None, "numpy", "auto"])
+def test_activation_gradients_at_their_kinks_as_tf(backend):
+    """At the kinks the gradient is TF's one-sided choice: relu has 0 at 0 (ReluGrad: x > 0),
+    relu6 0 at 0 and 6, softplus sigmoid(0) = 0.5. Expected values are TF 2.21's."""
+    def grads(x):
+        with gc.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            ys = gc.nn.relu(x), gc.nn.relu6(x), gc.nn.softplus(x), gc.abs(x)
+        return [tape.gradient(y, x) for y in ys]
+    run = grads if backend is None else gc.function(grads, backend=backend)
+    x = gc.constant(np.array([-1.0, 0.0, 3.0, 6.0, 7.0, -np.inf, np.inf], np.float32))
+    relu, relu6, softplus, abs_ = run(x)
+    np.testing.assert_array_equal(relu, [0, 0, 1, 1, 1, 0, 1])
+    np.testing.assert_array_equal(relu6, [0, 0, 1, 0, 0, 0, 0])
+    np.testing.assert_allclose(softplus, [0.26894143, 0.5, 0.95257413, 0.99752736, 0.99908894,
+                                          0, 1], rtol=1e-6)
+    np.testing.assert_array_equal(abs_, [-1, 0, 1, 1, 1, -1, 1])
+    # the values keep TF's: relu(-0.0) is -0.0, softplus(-inf) 0 and softplus(inf) inf
+    y = gc.nn.relu(gc.constant(np.float32(-0.0)))
+    assert np.signbit(y.numpy())
+    np.testing.assert_array_equal(gc.nn.softplus(gc.constant([-np.inf, np.inf])), [0, np.inf])
