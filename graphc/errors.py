@@ -25,3 +25,8 @@ class DtypeChangeError(GraphcError, ValueError, TypeError):
     """A loop variable changes dtype across iterations, or the branches of a tensor `if`
     give one variable two dtypes: a ValueError (API.md) that is also a TypeError (what TF
     raises for it), so code written against either catches it."""
+
+
+class InputSignatureError(GraphcError, ValueError, TypeError):
+    """An argument's shape does not fit a gc.function's input_signature: a ValueError
+    (API.md) that is also a TypeError (what TF raises for it), as DtypeChangeError."""
