@@ -30,3 +30,8 @@ class DtypeChangeError(GraphcError, ValueError, TypeError):
 class InputSignatureError(GraphcError, ValueError, TypeError):
     """An argument's shape does not fit a gc.function's input_signature: a ValueError
     (API.md) that is also a TypeError (what TF raises for it), as DtypeChangeError."""
+
+
+class AssignDtypeError(GraphcError, TypeError, ValueError):
+    """A value of another dtype assigned to a Variable: a TypeError as graphc's other dtype
+    errors, and the ValueError TF raises for it."""

@@ -106,6 +106,8 @@ def test_variable_errors():
         v.assign([1.0, 2.0, 3.0])
     with pytest.raises(TypeError, match="int32"):
         v.assign(gc.constant([1, 2]))
+    with pytest.raises(ValueError, match="int32"):      # what TF raises for it
+        v.assign_add(gc.constant([1, 2]))
     with pytest.raises(TypeError, match="fractional"):
         gc.Variable(1).assign(1.5)
     assert gc.Variable(1.0, dtype=gc.float64).dtype == gc.float64
@@ -329,3 +331,26 @@ def test_default_module_names_follow_tf_camel_to_snake():
     assert [MLP().name, HTTPServer().name, MyModel().name, ResNet50().name] == \
         ["mlp", "http_server", "my_model", "res_net50"]
     assert gc.Module().name == "module"
+
+
+def test_assign_returns_and_in_place_operators_as_tf():
+    """assign* return the variable (chainable, reading the new value), None with
+    read_value=False; `v += x` raises RuntimeError as in TF, where Python would otherwise
+    rebind the name to a tensor and leave the variable silently unchanged."""
+    v = gc.Variable(1.0)
+    assert v.assign(2.0).assign_add(3.0).assign_sub(1.0) is v and float(v) == 4.0
+    assert v.assign(5.0, read_value=False) is None and float(v) == 5.0
+    assert v.assign_add(1.0, read_value=False) is None and float(v) == 6.0
+    for stmt, fix in (("w += 1.0", "assign_add"), ("w -= 1.0", "assign_sub"),
+                      ("w *= 2.0", r"assign\(variable \*"), ("w /= 2.0", r"assign\(variable /")):
+        with pytest.raises(RuntimeError, match=fix):
+            exec(stmt, {"w": v})
+    assert float(v) == 6.0
+
+    @gc.function
+    def bump(var):
+        var += 1.0
+        return var
+    with pytest.raises(RuntimeError, match=r"variable \+= value.*assign_add"):
+        bump(v)
+    assert float(v) == 6.0
