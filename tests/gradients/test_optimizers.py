@@ -84,6 +84,7 @@ def test_slots_are_created_once_inside_a_compiled_step():
     opt = gc.optimizers.Adam(0.01)
     _, _, fn = train(opt, 3, True)
     assert len(opt.variables()) == 1 + 2 * 2       # iterations + (m, v) for two variables
+    assert opt.variables == opt.variables() and opt.variables[0] is opt.iterations  # Keras 3
     m = opt.get_slot(next(iter(opt._slots)), "m")
     assert m.trainable is False and np.any(m.numpy() != 0)
     with pytest.raises(KeyError, match="no slot 'velocity'"):
@@ -124,9 +125,10 @@ def test_errors():
         gc.optimizers.Adam(beta_1=1.0)
     with pytest.raises(ValueError, match="learning_rate must be >= 0"):
         gc.optimizers.SGD(-1.0)
-    # a None gradient next to a real one is skipped, as in Keras
-    v = gc.Variable([5.0])
-    opt.apply_gradients([(gc.constant([1.0, 1.0]), w), (None, v)])
+    # a None gradient next to a real one is skipped with a UserWarning naming it, as in Keras
+    v = gc.Variable([5.0], name="unused_v")
+    with pytest.warns(UserWarning, match=r"gradients do not exist for variables \['unused_v'\]"):
+        opt.apply_gradients([(gc.constant([1.0, 1.0]), w), (None, v)])
     np.testing.assert_allclose(w.numpy(), [0.9, 1.9])
     np.testing.assert_allclose(v.numpy(), [5.0])
 
