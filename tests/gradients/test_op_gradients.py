@@ -324,3 +324,21 @@ def test_activation_gradients_at_their_kinks_as_tf(backend):
     y = gc.nn.relu(gc.constant(np.float32(-0.0)))
     assert np.signbit(y.numpy())
     np.testing.assert_array_equal(gc.nn.softplus(gc.constant([-np.inf, np.inf])), [0, np.inf])
+
+
+@pytest.mark.parametrize("backend", [None, "numpy", "auto"])
+def test_sqrt_and_rsqrt_pass_a_zero_gradient_as_zero_as_tf(backend):
+    """TF's SqrtGrad/RsqrtGrad give 0 where the incoming gradient is 0, so the masked
+    where(x > 0, sqrt(x), 0) has gradient 0 (not NaN) where x <= 0; unmasked, the gradient
+    at 0 and below is still inf/NaN. Expected values are TF 2.21's."""
+    def grads(x):
+        with gc.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            masked = [gc.where(x > 0, f(x), gc.zeros_like(x)) for f in (gc.sqrt, gc.rsqrt)]
+            plain = gc.sqrt(x)
+        return [tape.gradient(y, x) for y in masked] + [tape.gradient(plain, x)]
+    run = grads if backend is None else gc.function(grads, backend=backend)
+    sqrt, rsqrt, plain = run(gc.constant([-1.0, 0.0, 4.0]))
+    np.testing.assert_array_equal(sqrt, [0.0, 0.0, 0.25])
+    np.testing.assert_array_equal(rsqrt, [0.0, 0.0, -0.0625])
+    np.testing.assert_array_equal(plain, [np.nan, np.inf, 0.25])
