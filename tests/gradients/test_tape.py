@@ -253,3 +253,26 @@ def test_iterating_a_tensor_under_a_tape_records_the_rows():
         assert g is not None
         np.testing.assert_allclose(g.numpy(), 2 * x.numpy())
     np.testing.assert_allclose(inside(x).numpy(), 2 * x.numpy())
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_persistent_tape_records_its_own_gradient_inside_its_block(compiled):
+    """TF: gradient() of a persistent tape inside its `with` block is recorded by the tape,
+    so a second gradient() of that gradient gives the second derivative (TF 2.21: 27, 18)."""
+    def body(x):
+        with gc.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            y = x * x * x
+            first = tape.gradient(y, x)
+        return first, tape.gradient(first, x)
+    run = gc.function(body, backend="numpy") if compiled else body
+    first, second = run(gc.constant(3.0))
+    assert (float(first), float(second)) == (27.0, 18.0)
+
+
+def test_watched_variables_in_creation_order():
+    """TF lists a tape's watched variables in the order they were created, not read."""
+    a, b = gc.Variable(1.0), gc.Variable(2.0)
+    with gc.GradientTape() as tape:
+        _ = b * a
+    assert tape.watched_variables() == (a, b)

@@ -107,8 +107,9 @@ class GradientTape:
             self._watched_variables.append(var)
 
     def watched_variables(self):
-        """The variables this tape watches (explicitly or because they were read)."""
-        return tuple(self._watched_variables)
+        """The variables this tape watches (explicitly or because they were read), in the
+        order they were created, as TF's."""
+        return tuple(sorted(self._watched_variables, key=lambda v: getattr(v, "_number", 0)))
 
     def jacobian(self, target, sources, unconnected_gradients="none"):
         """d target[i...] / d source[j...], shaped target.shape + source.shape (for each
@@ -154,9 +155,16 @@ class GradientTape:
             _check_source(s)
         graph = context.current_graph()
         before = {id(op) for op in graph.operations} if graph is not None else None
-        with _Paused(self):
-            grads = backward(self._records, targets, ogs)
+        if self._persistent and not self._paused and \
+                self in getattr(self, "_recording_in", ()):
+            # inside its own block, a persistent tape records the gradient's ops too, so a
+            # second gradient() of this one gives higher derivatives (as TF's)
+            grads = backward(list(self._records), targets, ogs)
             flat = [_result(grads, s, unconnected_gradients) for s in flat_sources]
+        else:
+            with _Paused(self):
+                grads = backward(self._records, targets, ogs)
+                flat = [_result(grads, s, unconnected_gradients) for s in flat_sources]
         if graph is not None:
             _prune_unused(graph, before, flat)
         return nest.pack_as(sources, flat) if nest.is_nest(sources) else flat[0]
