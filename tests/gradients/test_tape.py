@@ -204,6 +204,14 @@ def test_integer_targets_and_a_source_as_its_own_target():
     assert tape.gradient(n, x) is None
     np.testing.assert_array_equal(tape.gradient([n, y], x), [3.0, 3.0])
     np.testing.assert_array_equal(tape.gradient(x, x), [1.0, 1.0])
+    # a Variable target stands for itself (TF: its handle): d v / d v = 1, even unread
+    v, w = gc.Variable([2.0, 3.0]), gc.Variable(1.0)
+    with gc.GradientTape(persistent=True) as tape:
+        v.assign(w * 2.0 + v)
+    np.testing.assert_array_equal(tape.gradient(v, v), [1.0, 1.0])
+    assert tape.gradient(v, w) is None
+    np.testing.assert_array_equal(tape.gradient(v, [v], output_gradients=[gc.constant(
+        [5.0, 6.0])])[0], [5.0, 6.0])
 
 
 def test_jacobian_eager_and_compiled():

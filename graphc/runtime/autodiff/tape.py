@@ -248,6 +248,12 @@ def backward(records, targets, ogs):
     ops = _ops()
     grads = {}
     for t, g in zip(targets, ogs):
+        if hasattr(t, "_resolve_in") and _differentiable(t):
+            # a Variable target stands for itself, as TF's handle does: d v / d v = ones,
+            # not the gradient of a fresh (unrecorded) read of it
+            accumulate(grads, t, ops["ones"](list(t.shape), t.dtype) if g is None
+                       else convert_to_tensor(g, t.dtype))
+            continue
         t = convert_to_tensor(t) if type(t) is not Tensor else t
         if not _differentiable(t):
             continue          # an integer target has no gradient (as in TF)
