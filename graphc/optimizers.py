@@ -120,7 +120,7 @@ class Optimizer:
         slots = {}
         for s in self._slot_names:
             slots[s] = Variable(np.zeros(var.shape, dtype=var.dtype.np), trainable=False,
-                                name=f"{var.name}/{s}")
+                                name=f"{var._given_name}/{s}")
         self._slots[var] = slots
         return bool(slots)
 

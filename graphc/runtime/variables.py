@@ -153,7 +153,8 @@ class Variable:
         self._lock = threading.RLock()
         self._number = next(_numbers)     # creation order: the order locks are taken in
         self.trainable = bool(trainable)
-        self._name = name or f"Variable_{self._number}"
+        self._given_name = name or "Variable"     # .name is TF's: "w:0", "Variable:0"
+        self._name = name or f"Variable_{self._number}"   # unique, for messages
         for hook in context.creation_hooks():     # this thread's traces under way
             hook(self)
 
@@ -169,7 +170,8 @@ class Variable:
     # -- metadata ----------------------------------------------------------------------
     @property
     def name(self):
-        return self._name
+        """TF's variable name: the given name (else "Variable") with TF's ":0" suffix."""
+        return f"{self._given_name}:0"
 
     @property
     def dtype(self):
@@ -230,8 +232,8 @@ class Variable:
 
     def __repr__(self):
         if context.current_graph() is not None:
-            return f"<gc.Variable '{self._name}' shape={self.shape} dtype={self.dtype.name}>"
-        return (f"<gc.Variable '{self._name}' shape={self.shape} dtype={self.dtype.name}, "
+            return f"<gc.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
+        return (f"<gc.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "
                 f"numpy={np.array2string(self.numpy(), separator=', ')}>")
 
     def __array__(self, dtype=None, copy=None):

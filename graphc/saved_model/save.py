@@ -75,7 +75,7 @@ class _Saver:
         self.values[key] = value
         self.variable_entries.append({"key": key, "dtype": v.dtype.name,
                                       "shape": list(value.shape), "trainable": v.trainable,
-                                      "name": v.name})
+                                      "name": v._given_name})
 
     def _node(self, o):
         n = self._node_of.get(id(o))

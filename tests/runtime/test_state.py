@@ -228,8 +228,8 @@ def test_module_tracks_variables_and_submodules_in_stable_order():
     # as tf.Module: the module's own attributes first (sorted by name: layers, same,
     # table), then each submodule found there, the same way
     names = [v.name for v in m.variables]
-    assert names == ["a", "z", "b", "frozen", "b", "frozen"]
-    assert [v.name for v in m.trainable_variables] == ["a", "z", "b", "b"]
+    assert names == ["a:0", "z:0", "b:0", "frozen:0", "b:0", "frozen:0"]  # TF's names
+    assert [v.name for v in m.trainable_variables] == ["a:0", "z:0", "b:0", "b:0"]
     assert m.submodules == (m.layers[0], m.layers[1])
 
     class Deep(gc.Module):
@@ -239,8 +239,8 @@ def test_module_tracks_variables_and_submodules_in_stable_order():
             self.child = Outer()
             self.w = gc.Variable(0.0, name="w")
     d = Deep()
-    assert [v.name for v in d.variables] == ["w", "x", "a", "z", "b", "frozen", "b",
-                                             "frozen"]
+    assert [v.name for v in d.variables] == ["w:0", "x:0", "a:0", "z:0", "b:0", "frozen:0",
+                                             "b:0", "frozen:0"]
     assert d.submodules == (d.child, d.child.layers[0], d.child.layers[1])
     with pytest.raises(ValueError):
         gc.Module(name="bad name")
@@ -354,3 +354,11 @@ def test_assign_returns_and_in_place_operators_as_tf():
     with pytest.raises(RuntimeError, match=r"variable \+= value.*assign_add"):
         bump(v)
     assert float(v) == 6.0
+
+
+def test_variable_names_are_tfs():
+    """TF 2.21: name "w" reads back as "w:0", an unnamed variable as "Variable:0"."""
+    assert gc.Variable(1.0, name="w").name == "w:0"
+    assert gc.Variable(1.0).name == "Variable:0"
+    assert gc.Variable(1.0, name="a/b").name == "a/b:0"
+    assert repr(gc.Variable(1.0, name="w")).startswith("<gc.Variable 'w:0' shape=()")
