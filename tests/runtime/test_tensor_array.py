@@ -321,3 +321,22 @@ def test_unwritten_elements_read_as_zeros_as_tf(compiled):
     run = gc.function(unknown, backend="numpy") if compiled else unknown
     with pytest.raises(InvalidArgumentError, match=r"element 1 .*not fully known"):
         run(gc.constant(1))
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_scatter_writes_rows_at_indices_as_tf(compiled):
+    """TF's TensorArray.scatter (rows of value at indices; the rest reads as zeros), with
+    gradients flowing back to the scattered value."""
+    def body(v):
+        with gc.GradientTape() as tape:
+            tape.watch(v)
+            ta = gc.TensorArray(gc.float32, size=4).scatter([1, 3], v)
+            y = ta.stack()
+            loss = gc.reduce_sum(y * gc.constant([[1.0], [2.0], [3.0], [4.0]]))
+        return y, tape.gradient(loss, v)
+    run = gc.function(body, backend="numpy") if compiled else body
+    y, g = run(gc.constant([[5.0, 6.0], [7.0, 8.0]]))
+    np.testing.assert_array_equal(y.numpy(), [[0, 0], [5, 6], [0, 0], [7, 8]])
+    np.testing.assert_array_equal(g.numpy(), [[2, 2], [4, 4]])
+    with pytest.raises(ValueError, match="2 indices for a value of shape \\[3\\]"):
+        gc.TensorArray(gc.float32, size=4).scatter([0, 1], gc.constant([1.0, 2.0, 3.0]))
