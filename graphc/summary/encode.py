@@ -58,8 +58,12 @@ def image(tag, images, max_outputs, description):
 def text(tag, value, description):
     from tensorboard.plugins.text import metadata
     from tensorboard.util import tensor_util
+    def encoded(v):
+        return v.encode() if isinstance(v, str) else [encoded(x) for x in v]
+    data = np.empty(np.shape(encoded(value)) if not isinstance(value, str) else (), object)
+    data[...] = encoded(value) if isinstance(value, str) else np.array(encoded(value), object)
     return _summary(tag, metadata.create_summary_metadata(None, description),
-                    tensor_util.make_tensor_proto(np.array(value.encode(), dtype=object)))
+                    tensor_util.make_tensor_proto(data))
 
 
 def png(pixels):

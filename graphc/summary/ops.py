@@ -16,7 +16,8 @@ from ..runtime.dispatch import bind, convert_to_tensor
 from ..runtime.registry import register, IO
 from ..runtime.tensor import Tensor
 from . import encode
-from .writer import ACTIVE, default_writer, get_step, traced_writer, writer_token
+from .writer import (ACTIVE, default_writer, get_step, record_condition, traced_writer,
+                     writer_token)
 
 
 def _check_step(op, types):
@@ -112,6 +113,9 @@ def _emit(kind, data, step, **attrs):
     tracing = bool(context._tls.stack)
     if not tracing and (not ACTIVE[0] or default_writer() is None):
         return False
+    when = _recording(tracing)
+    if when is False:
+        return None if tracing else False
     if step is None:
         step = get_step()
     inputs = [] if data is None else [data if type(data) is Tensor else convert_to_tensor(data)]
@@ -125,8 +129,39 @@ def _emit(kind, data, step, **attrs):
         token = writer_token(default_writer())
         if token is not None:
             attrs["writer"] = token
+    if when is not True:        # a symbolic record_if condition: decided on each call
+        from ..runtime.control_flow import cond
+        cond(when, lambda: _bind_true(kind, inputs, attrs), lambda: convert_to_tensor(False))
+        return None
     bind("summary_" + kind, *inputs, **attrs)
     return None if tracing else True
+
+
+def _bind_true(kind, inputs, attrs):
+    bind("summary_" + kind, *inputs, **attrs)
+    return convert_to_tensor(True)
+
+
+def _recording(tracing):
+    """The record_if condition now: True, False, or (tracing) a symbolic bool tensor."""
+    c = record_condition()
+    if c is None:
+        return True
+    if type(c) is Tensor or hasattr(c, "_as_tensor"):
+        t = convert_to_tensor(c)
+        if t.dtype is not _dt.bool_ or t.shape != ():
+            raise ValueError(f"gc.summary.record_if: the condition must be a scalar bool, got "
+                             f"{t.dtype.name}{list(t.shape)}")
+        if tracing and t._np is None:
+            return t
+        return bool(t)
+    return bool(c)
+
+
+def should_record_summaries():
+    """The record_if condition in force (True outside any record_if; a bool tensor for a
+    symbolic condition while tracing), as TF 2.21's, which does not look at the writer."""
+    return _recording(bool(context._tls.stack))
 
 
 def scalar(name, data, step=None, description=None):
@@ -152,10 +187,16 @@ def image(name, data, step=None, max_outputs=3, description=None):
 
 
 def text(name, data, step=None, description=None):
-    """Log the Python string `data` (Markdown, as TensorBoard's Text tab renders it)."""
-    if isinstance(data, Tensor) or not isinstance(data, (str, bytes)):
-        raise TypeError(f"gc.summary.text({name!r}): data must be a Python str (graphc "
-                        f"tensors hold numbers only), got {type(data).__name__}")
-    if isinstance(data, bytes):
-        data = data.decode()
-    return _emit("text", None, step, tag=str(name), text=data, description=description or "")
+    """Log the Python string `data` (Markdown, as TensorBoard's Text tab renders it), or a
+    (nested) list of strings, which TensorBoard shows as a table (as TF's)."""
+    def strings(d):
+        if isinstance(d, bytes):
+            return d.decode()
+        if isinstance(d, str):
+            return d
+        if isinstance(d, (list, tuple)) and d and not isinstance(data, Tensor):
+            return tuple(strings(x) for x in d)
+        raise TypeError(f"gc.summary.text({name!r}): data must be a Python str or a list of "
+                        f"them (graphc tensors hold numbers only), got {type(data).__name__}")
+    return _emit("text", None, step, tag=str(name), text=strings(data),
+                 description=description or "")

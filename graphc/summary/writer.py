@@ -79,14 +79,20 @@ class SummaryWriter:
                 _step["value"] = old
             self.flush()
 
-    def set_as_default(self):
+    def set_as_default(self, step=None):
         """Make this the calling thread's default writer until another is set or this one
-        is closed (in this thread)."""
+        is closed (in this thread); `step` (if given) becomes the default step, as TF's."""
         stack = _stack()
         with _active_lock:
             if not stack:
                 ACTIVE[0] += 1
             stack[:] = [self]
+        if step is not None:
+            _step["value"] = step
+
+    def init(self):
+        """TF's writer.init(): the event file exists from creation, so nothing to do."""
+        return None
 
     def add_event(self, **fields):
         event = self._event_pb2.Event(wall_time=time.time(), **fields)
@@ -162,6 +168,37 @@ def flush(writer=None):
     w = writer or default_writer()
     if w is not None:
         w.flush()
+
+
+def record_if(condition):
+    """Context manager (TF's tf.summary.record_if): summaries inside write only while
+    `condition` holds -- a bool, a bool tensor or a callable giving one. Inside a compiled
+    function a tensor condition is read on each call; a Python bool decides at trace time."""
+    @contextlib.contextmanager
+    def scope():
+        stack = _record_stack()
+        stack.append(condition)
+        try:
+            yield
+        finally:
+            stack.pop()
+    return scope()
+
+
+def _record_stack():
+    s = getattr(_tls, "record_if", None)
+    if s is None:
+        s = _tls.record_if = []
+    return s
+
+
+def record_condition():
+    """The innermost record_if condition of this thread (a callable called now), or None."""
+    s = getattr(_tls, "record_if", None)
+    if not s:
+        return None
+    c = s[-1]
+    return c() if callable(c) and not hasattr(c, "dtype") else c
 
 
 def set_step(step):
