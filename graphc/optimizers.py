@@ -110,6 +110,28 @@ class Optimizer:
         iterations.assign_add(np.int64(1))
         return iterations
 
+    def apply(self, grads, trainable_variables):
+        """Keras 3's form: `apply(grads, variables)` is `apply_gradients(zip(grads,
+        variables))`."""
+        grads, variables = list(grads), list(trainable_variables)
+        if len(grads) != len(variables):
+            raise ValueError(f"{self.name}.apply: {len(grads)} gradients for "
+                             f"{len(variables)} variables")
+        return self.apply_gradients(zip(grads, variables))
+
+    def build(self, var_list):
+        """Create the slots of `var_list` now (Keras 3's build); apply_gradients otherwise
+        creates them on first use."""
+        created = False
+        for v in var_list:
+            if not isinstance(v, Variable):
+                raise TypeError(f"{self.name}.build: expected gc.Variables, got "
+                                f"{type(v).__name__}")
+            created |= self._ensure_slots(v)
+        self.iterations     # noqa: B018  (made now, as Keras builds it)
+        if created:
+            notify_tracked_change()
+
     # -- subclasses --------------------------------------------------------------------
     _slot_names = ()
 

@@ -164,3 +164,19 @@ def test_lazily_built_model_and_slots_in_one_compiled_step():
         w = w + vel
     np.testing.assert_allclose(model.w.numpy()[:, 0], w, rtol=1e-10)
     assert step.tracing_count == 1 and len(opt.variables()) == 2
+
+
+def test_keras3_apply_and_build():
+    """Keras 3's optimizer.apply(grads, variables) and build(variables): the same update as
+    apply_gradients, slots made by build."""
+    w1, w2 = gc.Variable([1.0, 2.0]), gc.Variable([1.0, 2.0])
+    a, b = gc.optimizers.Adam(0.1), gc.optimizers.Adam(0.1)
+    b.build([w2])
+    assert len(b.variables) == 3 and len(a.variables) == 1
+    g = gc.constant([0.5, -1.0])
+    a.apply_gradients([(g, w1)])
+    b.apply([g], [w2])
+    np.testing.assert_array_equal(w1.numpy(), w2.numpy())
+    assert int(b.iterations.numpy()) == 1
+    with pytest.raises(ValueError, match="1 gradients for 2 variables"):
+        b.apply([g], [w1, w2])
