@@ -138,6 +138,16 @@ def enable_device_values(sync):
     DEVICE_SYNC[0] = sync
     Variable.__getattr__ = _device_getattr
 
+_scope_tls = threading.local()       # .stack: Module.name_scope prefixes, innermost last
+
+
+def _name_scopes():
+    s = getattr(_scope_tls, "stack", None)
+    if s is None:
+        s = _scope_tls.stack = []
+    return s
+
+
 _numbers = itertools.count(1)     # next() is atomic: unique numbers across threads
 
 
@@ -153,7 +163,8 @@ class Variable:
         self._lock = threading.RLock()
         self._number = next(_numbers)     # creation order: the order locks are taken in
         self.trainable = bool(trainable)
-        self._given_name = name or "Variable"     # .name is TF's: "w:0", "Variable:0"
+        scopes = getattr(_scope_tls, "stack", None)
+        self._given_name = (scopes[-1] if scopes else "") + (name or "Variable")  # TF's .name
         self._name = name or f"Variable_{self._number}"   # unique, for messages
         for hook in context.creation_hooks():     # this thread's traces under way
             hook(self)

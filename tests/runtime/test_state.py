@@ -362,3 +362,28 @@ def test_variable_names_are_tfs():
     assert gc.Variable(1.0).name == "Variable:0"
     assert gc.Variable(1.0, name="a/b").name == "a/b:0"
     assert repr(gc.Variable(1.0, name="w")).startswith("<gc.Variable 'w:0' shape=()")
+
+
+def test_module_name_scope_prefixes_variable_names_as_tf():
+    """tf.Module.name_scope: variables made inside are named 'module/...:0', nested scopes
+    join; non_trainable_variables as TF's (names are TF 2.21's for this program)."""
+    class Inner(gc.Module):
+        def __init__(self):
+            super().__init__(name="mm")
+            self.w = gc.Variable(1.0, name="w")
+            with self.name_scope:
+                self.v = gc.Variable(1.0, name="v")
+                self.u = gc.Variable(1.0, trainable=False)
+
+    class Outer(gc.Module):
+        def __init__(self):
+            super().__init__(name="outer")
+            with self.name_scope:
+                self.inner = Inner()
+                self.x = gc.Variable(2.0, name="x")
+    m = Outer()
+    assert m.name_scope.name == "outer/"
+    assert [v.name for v in m.variables] == ["outer/x:0", "outer/mm/Variable:0",
+                                             "outer/mm/v:0", "outer/w:0"]
+    assert [v.name for v in m.non_trainable_variables] == ["outer/mm/Variable:0"]
+    assert gc.Variable(1.0, name="after").name == "after:0"     # the scopes are left
