@@ -284,3 +284,23 @@ def test_watched_variables_in_creation_order():
     with gc.GradientTape() as tape:
         _ = b * a
     assert tape.watched_variables() == (a, b)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_batch_jacobian_as_tf(compiled):
+    """TF's batch_jacobian: per-example Jacobians, [B] + target.shape[1:] + source.shape[1:]
+    (the expected values are TF 2.21's, rounded)."""
+    def body(x):
+        w = gc.reshape(gc.constant(np.arange(12, dtype=np.float32) / 10), [3, 4])
+        with gc.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            y = gc.reshape(gc.tanh(x @ w), [2, 2, 2])
+        return tape.batch_jacobian(y, x)
+    run = gc.function(body, backend="numpy") if compiled else body
+    jac = run(gc.constant(np.arange(6, dtype=np.float32).reshape(2, 3))).numpy()
+    assert jac.shape == (2, 2, 2, 3)
+    np.testing.assert_allclose(jac, [
+        [[[0.0, 0.02826, 0.05652], [0.00394, 0.01971, 0.03547]],
+         [[0.00436, 0.01309, 0.02182], [0.00361, 0.00843, 0.01324]]],
+        [[[0.0, 2e-05, 4e-05], [0.0, 0.0, 0.0]], [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]]],
+        atol=2e-5)

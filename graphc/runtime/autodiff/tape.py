@@ -122,6 +122,30 @@ class GradientTape:
             _check_source(s)
         return _jacobian(self, target, sources, unconnected_gradients)
 
+    def batch_jacobian(self, target, source, unconnected_gradients="none",
+                       parallel_iterations=None, experimental_use_pfor=True):
+        """TF's batch_jacobian: d target[b, i...] / d source[b, j...] for each example b of
+        the first axis, shaped [B] + target.shape[1:] + source.shape[1:] (rows of different
+        examples are assumed independent, as in TF). Shapes must be fully known."""
+        from ..dispatch import convert_to_tensor
+        ops = _ops()
+        t = convert_to_tensor(target)
+        if not t.shape or not getattr(source, "shape", None) or \
+                t.shape[0] != source.shape[0] or None in t.shape or None in source.shape:
+            raise ValueError(f"GradientTape.batch_jacobian: target and source need the same "
+                             f"known first (batch) dimension and known shapes, got "
+                             f"{list(t.shape)} and {list(getattr(source, 'shape', ()))}")
+        jac = self.jacobian(t, source, unconnected_gradients)
+        if jac is None:
+            return None
+        b = t.shape[0]
+        ny = int(np.prod(t.shape[1:], dtype=np.int64))
+        nx = int(np.prod(source.shape[1:], dtype=np.int64))
+        blocks = ops["reshape"](ops["transpose"](ops["reshape"](jac, [b, ny, b, nx]),
+                                                 [0, 2, 1, 3]), [b * b, ny, nx])
+        diag = ops["gather"](blocks, convert_to_tensor(np.arange(b, dtype=np.int32) * (b + 1)))
+        return ops["reshape"](diag, [b] + list(t.shape[1:]) + list(source.shape[1:]))
+
     def stop_recording(self):
         """Context manager: ops inside are not recorded."""
         return _Paused(self)
