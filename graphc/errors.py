@@ -37,3 +37,13 @@ class StructureError(GraphcError, ValueError, TypeError):
     """The branches of a tensor `if` (or a loop's iterations) give a value different
     structures, or a value that cannot be graph state (None, an arbitrary object): TF raises
     TypeError for some of these and ValueError for others, so this is both."""
+
+
+class InputSignatureError(GraphcError, ValueError, TypeError):
+    """An argument's shape does not fit a gc.function's input_signature: a ValueError
+    (API.md) that is also a TypeError (what TF raises for it), as DtypeChangeError."""
+
+
+class AssignDtypeError(GraphcError, TypeError, ValueError):
+    """A value of another dtype assigned to a Variable: a TypeError as graphc's other dtype
+    errors, and the ValueError TF raises for it."""

@@ -24,16 +24,18 @@ def _float(op, x):
 
 @composite_errors("relu")
 def relu(features, name=None):
-    """max(features, 0)."""
+    """max(features, 0). Written maximum(0, x): maximum's gradient goes to its first operand
+    on a tie, so x gets none at 0, as TF's ReluGrad (x > 0)."""
     x = convert_to_tensor(features)
-    return _E["maximum"](x, 0)
+    return _E["maximum"](0, x)
 
 
 @composite_errors("relu6")
 def relu6(features, name=None):
-    """min(max(features, 0), 6)."""
+    """min(max(features, 0), 6), with the constants first so that, as TF's Relu6Grad, x has
+    gradient only where 0 < x < 6 (ties go to the first operand)."""
     x = convert_to_tensor(features)
-    return _E["minimum"](_E["maximum"](x, 0), 6)
+    return _E["minimum"](6, _E["maximum"](0, x))
 
 
 @composite_errors("leaky_relu")
@@ -72,9 +74,13 @@ def sigmoid(x, name=None):
 
 
 def softplus(features, name=None):
-    """log(1 + exp(x)), computed stably as max(x, 0) + log1p(exp(-|x|))."""
+    """log(1 + exp(x)), computed stably as max(x, 0) + log1p(exp(-|x|)). The max is the
+    mean of max(x, 0) and max(0, x) (the same value): maximum gives a tie's gradient to one
+    operand, so at x = 0 the mean has 1/2, and the gradient is sigmoid(x) everywhere, as TF's."""
     x = _float("softplus", features)
-    return _E["add"](_E["maximum"](x, 0.0), _E["log1p"](_E["exp"](_E["negative"](_E["abs"](x)))))
+    pos = _E["add"](_E["multiply"](_E["maximum"](x, 0.0), 0.5),
+                    _E["multiply"](_E["maximum"](0.0, x), 0.5))
+    return _E["add"](pos, _E["log1p"](_E["exp"](_E["negative"](_E["abs"](x)))))
 
 
 def softmax(logits, axis=-1, name=None):

@@ -5,6 +5,8 @@ which may happen inside a compiled train step: gc.function then traces once more
 `if slot is None` guard keeps the second trace from creating them again (the create-once
 rule). Every update is a variable assignment, so it runs inside compiled train steps.
 """
+import warnings
+
 import numpy as np
 
 from .runtime.dispatch import convert_to_tensor
@@ -60,9 +62,12 @@ class Optimizer:
             raise KeyError(f"{self.name}: no slot {slot_name!r} for variable {var.name!r} "
                            "(slots are created by the first apply_gradients)") from None
 
+    @property
     def variables(self):
-        """The optimizer's own state: the iteration counter and every slot variable."""
-        out = [self.iterations]
+        """The optimizer's own state: the iteration counter and every slot variable. A list,
+        as Keras 3's `optimizer.variables` property; calling it (`variables()`, the older
+        Keras method) gives the same list."""
+        out = _VariableList([self.iterations])
         for slots in self._slots.values():
             out.extend(slots.values())
         return out
@@ -76,6 +81,11 @@ class Optimizer:
                 raise TypeError(f"{self.name}.apply_gradients: expected (gradient, gc.Variable) "
                                 f"pairs, got a {type(v).__name__} where the variable should be")
         live = [(g, v) for g, v in pairs if g is not None]
+        if live and len(live) < len(pairs):
+            names = [v.name for g, v in pairs if g is None]
+            warnings.warn(f"{self.name}.apply_gradients: gradients do not exist for variables "
+                          f"{names}; they are left unchanged (as Keras warns). Check that the "
+                          "loss depends on them.", UserWarning, stacklevel=2)
         if not live:
             names = ", ".join(v.name for _, v in pairs) or "none given"
             raise ValueError(f"{self.name}.apply_gradients: no gradients provided for any "
@@ -100,6 +110,28 @@ class Optimizer:
         iterations.assign_add(np.int64(1))
         return iterations
 
+    def apply(self, grads, trainable_variables):
+        """Keras 3's form: `apply(grads, variables)` is `apply_gradients(zip(grads,
+        variables))`."""
+        grads, variables = list(grads), list(trainable_variables)
+        if len(grads) != len(variables):
+            raise ValueError(f"{self.name}.apply: {len(grads)} gradients for "
+                             f"{len(variables)} variables")
+        return self.apply_gradients(zip(grads, variables))
+
+    def build(self, var_list):
+        """Create the slots of `var_list` now (Keras 3's build); apply_gradients otherwise
+        creates them on first use."""
+        created = False
+        for v in var_list:
+            if not isinstance(v, Variable):
+                raise TypeError(f"{self.name}.build: expected gc.Variables, got "
+                                f"{type(v).__name__}")
+            created |= self._ensure_slots(v)
+        self.iterations     # noqa: B018  (made now, as Keras builds it)
+        if created:
+            notify_tracked_change()
+
     # -- subclasses --------------------------------------------------------------------
     _slot_names = ()
 
@@ -110,7 +142,7 @@ class Optimizer:
         slots = {}
         for s in self._slot_names:
             slots[s] = Variable(np.zeros(var.shape, dtype=var.dtype.np), trainable=False,
-                                name=f"{var.name}/{s}")
+                                name=f"{var._given_name}/{s}")
         self._slots[var] = slots
         return bool(slots)
 
@@ -124,6 +156,13 @@ class Optimizer:
 
     def _update(self, grad, var, iterations):
         raise NotImplementedError
+
+
+class _VariableList(list):
+    """optimizer.variables: a list that may also be called (Keras 2's method form)."""
+
+    def __call__(self):
+        return self
 
 
 def _check_hyper(opt, name, value):

@@ -238,7 +238,15 @@ class ConcreteFunction:
     def variables(self):
         return [src for _, src in self.graph.captures if hasattr(src, "_resolve_in")]
 
+    @property
+    def structured_outputs(self):
+        """The returned nest with a TensorSpec for each tensor (TF's structured_outputs)."""
+        outs = self.graph.outputs
+        return _unflatten(self._structure, outs,
+                          lambda v: sig.TensorSpec(v.type.shape, v.type.dtype))
+
     def __call__(self, *args, **kwargs):
+        args = self._without_baked(args, kwargs)
         if kwargs:
             args = self._with_keywords(args, kwargs)
         leaves = []
@@ -275,6 +283,30 @@ class ConcreteFunction:
 
     def __repr__(self):
         return f"<gc.ConcreteFunction {self.name}{self.structured_input_signature}>"
+
+    def _without_baked(self, args, kwargs):
+        """A call with every positional argument of the trace, Python values included (TF's
+        concrete functions take that form too): the tensor arguments, once each Python value
+        is checked to be the one baked in."""
+        spec_args, spec_kwargs = self.structured_input_signature
+        if len(args) != len(spec_args):
+            return args
+        baked = [i for i, s in enumerate(spec_args) if not _holds_input(s)]
+        if not baked:
+            return args
+        same = all(type(args[i]) is type(spec_args[i]) and args[i] == spec_args[i]
+                   for i in baked)
+        fed = len(spec_args) - len(baked) + sum(map(_holds_input, spec_kwargs.values()))
+        if len(args) + len(kwargs) == fed and not same:
+            return args          # as many values as tensor arguments: the tensor-only form
+        if not same:
+            i = next(i for i in baked if type(args[i]) is not type(spec_args[i])
+                     or args[i] != spec_args[i])
+            raise TypeError(f"ConcreteFunction {self.name}: argument {i} was traced as the "
+                            f"Python value {spec_args[i]!r}, which is baked in; got "
+                            f"{args[i]!r}. Call it with the tensor arguments only, or trace "
+                            "this value with get_concrete_function")
+        return tuple(a for i, a in enumerate(args) if i not in baked)
 
     def _with_keywords(self, args, kwargs):
         """Positional `args` followed by the tensor arguments given by name (as TF's

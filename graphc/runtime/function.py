@@ -164,6 +164,7 @@ class Function(TraceCache, HotEntries):
         return self._resolve_values(args)
 
     def _resolve_values(self, values):
+        _no_specs(self._name, self._signature, values)
         if self.input_signature is not None:
             values = _conform(values, self.input_signature, self._signature, self._name)
         if self._scalar_args:
@@ -350,6 +351,24 @@ class Function(TraceCache, HotEntries):
 
     def __repr__(self):
         return f"<gc.function {self._name} (traces: {self.tracing_count})>"
+
+
+def _no_specs(fname, params, values):
+    """A TensorSpec is no value to run on (TF: ValueError); it traces through
+    get_concrete_function. Keyed like a tensor, it would otherwise run with an input missing."""
+    def has(v):
+        if isinstance(v, sig.TensorSpec):
+            return True
+        if isinstance(v, (list, tuple)):
+            return any(map(has, v))
+        return isinstance(v, dict) and any(map(has, v.values()))
+    for i, v in enumerate(values):
+        if has(v):
+            names = [p.name for p in params.params]
+            name = names[i] if i < len(names) else str(i)
+            raise ValueError(f"{fname}(): argument '{name}' is (or holds) a gc.TensorSpec, which "
+                             "has no value to compute with; pass a tensor, or trace for the spec "
+                             f"with {fname}.get_concrete_function(spec)")
 
 
 def _tracing_or_taping():

@@ -2,6 +2,7 @@
 input_signature checks and conversions, and the helpers reduce_retracing uses on keys."""
 import inspect
 
+from ..errors import InputSignatureError
 from . import signature as sig
 from .tensor import Tensor
 
@@ -152,8 +153,8 @@ def _conform_leaf(fname, name, v, spec):
             raise TypeError(f"{fname}(): argument '{name}' is {v!r} but input_signature "
                             f"expects {spec!r}")
         if not spec.is_compatible_with(v):
-            raise ValueError(f"{fname}(): argument '{name}' is {v!r}, whose shape does not "
-                             f"match input_signature {spec!r}")
+            raise InputSignatureError(f"{fname}(): argument '{name}' is {v!r}, whose shape "
+                                      f"does not match input_signature {spec!r}")
         return spec
     if type(v) is Tensor or hasattr(v, "dtype") and hasattr(v, "shape"):
         from .. import dtypes as _dt
@@ -169,8 +170,8 @@ def _conform_leaf(fname, name, v, spec):
             raise TypeError(f"{fname}(): argument '{name}'={v!r} cannot be converted for "
                             f"input_signature {spec!r}: {e}") from None
     if not spec.is_compatible_with(t):
-        raise ValueError(f"{fname}(): argument '{name}' has shape {list(t.shape)} which "
-                         f"does not match input_signature {spec!r}")
+        raise InputSignatureError(f"{fname}(): argument '{name}' has shape {list(t.shape)} "
+                                  f"which does not match input_signature {spec!r}")
     return t
 
 

@@ -43,6 +43,16 @@ class Module:
         return tuple(v for v in self._walk(Variable) if v.trainable)
 
     @property
+    def non_trainable_variables(self):
+        return tuple(v for v in self._walk(Variable) if not v.trainable)
+
+    @property
+    def name_scope(self):
+        """As tf.Module's: `with self.name_scope:` prefixes the names of Variables made
+        inside with the module's name (`my_module/w:0`); `.name` is `"my_module/"`."""
+        return NameScope(self._name + "/")
+
+    @property
     def submodules(self):
         return tuple(self._walk(Module))
 
@@ -53,6 +63,23 @@ class Module:
 
     def __repr__(self):
         return f"<{type(self).__name__} '{self._name}'>"
+
+
+class NameScope:
+    """A name prefix for the Variables made while it is entered (nested scopes join)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        from .variables import _name_scopes
+        stack = _name_scopes()
+        stack.append((stack[-1] if stack else "") + self.name)
+        return self.name
+
+    def __exit__(self, *exc):
+        from .variables import _name_scopes
+        _name_scopes().pop()
 
 
 def _flatten(module, kind, seen, out):

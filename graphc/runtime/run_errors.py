@@ -21,7 +21,8 @@ _FIXES = [
      "dimension takes what is left, which must divide evenly)."),
     (("tensor_list_read", "tensor_list_stack", "tensor_list_gather", "tensor_list_concat"),
      ("not been written",),
-     "Fix: write every element before reading it, or read only the indices written so far."),
+     "Fix: write the element before reading it, or give gc.TensorArray a fully known "
+     "element_shape= so that unwritten elements read as zeros (as in TF)."),
     (("tensor_list_read", "tensor_list_gather"), ("out of range",),
      "Fix: keep indices below ta.size(), or create the TensorArray with dynamic_size=True."),
     (("pow",), ("negative",),

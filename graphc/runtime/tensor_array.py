@@ -158,7 +158,8 @@ class TensorArray:
         return self._with_flow(flow)
 
     def read(self, index, name=None):
-        """The element at `index` (an error if it was never written)."""
+        """The element at `index` (zeros of the element shape if it was never written, as
+        in TF; an error when that shape is not fully known)."""
         return self._apply("tensor_list_read", self._flow,
                            _int_tensor("TensorArray.read", index, "index"))
 
@@ -186,6 +187,23 @@ class TensorArray:
         if self._is_eager():
             return self._with_flow(flow)
         return self._with_flow(flow, None if self._dynamic else n)
+
+    def scatter(self, indices, value, name=None):
+        """Write row k of `value` at `indices[k]` (TF's scatter); returns the array. The
+        number of indices must be known while tracing: each row is one write."""
+        value = self._value("TensorArray.scatter", value)
+        idx = _int_tensor("TensorArray.scatter", indices, "indices")
+        if len(idx.shape) != 1 or idx.shape[0] is None:
+            raise ValueError(f"TensorArray.scatter: indices must be a vector of known length, "
+                             f"got shape {dims_text(idx.shape)}")
+        n = idx.shape[0]
+        if not value.shape or value.shape[0] not in (None, n):
+            raise ValueError(f"TensorArray.scatter: {n} indices for a value of shape "
+                             f"{dims_text(value.shape)}; it needs one row per index")
+        ta = self
+        for k in range(n):
+            ta = ta.write(idx[k], value[k])
+        return ta
 
     def size(self, name=None):
         """The number of elements, as an int32 scalar tensor."""

@@ -3,7 +3,8 @@
 A TensorArray's flow value is a `TensorList` at run time: a Python list of numpy arrays,
 written in place (TF flows are linear, so an older version of a list is never read
 after a newer one is made). Static rules (`infer`) check dtypes and element shapes at
-trace time; runtime rules check indices, unwritten elements and unknown dims. Eager
+trace time; runtime rules check indices and unknown dims (an unwritten element reads as
+zeros, as in TF, where its shape is known). Eager
 TensorArrays apply the very same rules through `apply_eager`.
 
 Gradients use lists too, as TF does: a differentiated while loop pushes each iteration's
@@ -164,10 +165,17 @@ def _in_range(op, lst, i):
 
 
 def _written(op, lst, i):
+    """Element i; one never written reads as zeros of the element shape, as in TF (eagerly and
+    in graphs), which must then be fully known (declared, or set by a write)."""
     i = _in_range(op, lst, i)
     if lst[i] is None:
-        raise InvalidArgumentError(f"{op}: element {i} of the TensorArray (size {len(lst)}) "
-                                   "has not been written yet")
+        es = lst.element_shape
+        if es is None or None in es:
+            raise InvalidArgumentError(
+                f"{op}: element {i} of the TensorArray (size {len(lst)}) has not been written "
+                f"yet and the element shape {dims_text(es)} is not fully known, so it cannot "
+                "read as zeros")
+        return np.zeros(es, dtype=lst.dtype.np)
     return lst[i]
 
 

@@ -18,7 +18,7 @@ import threading
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import InvalidArgumentError
+from ..errors import AssignDtypeError, InvalidArgumentError
 from . import context
 from .dispatch import bind, constant, resolve
 from .registry import register, STATE
@@ -37,8 +37,9 @@ def _assign_infer(name):
         if r.kind != "resource":
             raise TypeError(f"{name}: first input must be a variable")
         if v.dtype is not r.dtype:
-            raise TypeError(f"{name}: variable has dtype {r.dtype.name} but the value has "
-                            f"{v.dtype.name}; use gc.cast(value, gc.{r.dtype.name})")
+            raise AssignDtypeError(f"{name}: variable has dtype {r.dtype.name} but the value "
+                                   f"has {v.dtype.name}; use gc.cast(value, "
+                                   f"gc.{r.dtype.name})")
         if len(v.shape) != len(r.shape) or any(
                 a is not None and b is not None and a != b for a, b in zip(v.shape, r.shape)):
             raise ValueError(f"{name}: variable has shape {list(r.shape)} but the value has "
@@ -137,6 +138,16 @@ def enable_device_values(sync):
     DEVICE_SYNC[0] = sync
     Variable.__getattr__ = _device_getattr
 
+_scope_tls = threading.local()       # .stack: Module.name_scope prefixes, innermost last
+
+
+def _name_scopes():
+    s = getattr(_scope_tls, "stack", None)
+    if s is None:
+        s = _scope_tls.stack = []
+    return s
+
+
 _numbers = itertools.count(1)     # next() is atomic: unique numbers across threads
 
 
@@ -152,7 +163,9 @@ class Variable:
         self._lock = threading.RLock()
         self._number = next(_numbers)     # creation order: the order locks are taken in
         self.trainable = bool(trainable)
-        self._name = name or f"Variable_{self._number}"
+        scopes = getattr(_scope_tls, "stack", None)
+        self._given_name = (scopes[-1] if scopes else "") + (name or "Variable")  # TF's .name
+        self._name = name or f"Variable_{self._number}"   # unique, for messages
         for hook in context.creation_hooks():     # this thread's traces under way
             hook(self)
 
@@ -168,7 +181,8 @@ class Variable:
     # -- metadata ----------------------------------------------------------------------
     @property
     def name(self):
-        return self._name
+        """TF's variable name: the given name (else "Variable") with TF's ":0" suffix."""
+        return f"{self._given_name}:0"
 
     @property
     def dtype(self):
@@ -213,22 +227,24 @@ class Variable:
             return value
         return constant(value, self.dtype)
 
+    # Each returns the variable (so calls chain and the result reads the new value), or
+    # None with read_value=False, as TF's.
     def assign(self, value, read_value=True):
         bind("assign_variable", self, self._rhs(value))
-        return self
+        return self if read_value else None
 
     def assign_add(self, delta, read_value=True):
         bind("assign_add_variable", self, self._rhs(delta))
-        return self
+        return self if read_value else None
 
     def assign_sub(self, delta, read_value=True):
         bind("assign_sub_variable", self, self._rhs(delta))
-        return self
+        return self if read_value else None
 
     def __repr__(self):
         if context.current_graph() is not None:
-            return f"<gc.Variable '{self._name}' shape={self.shape} dtype={self.dtype.name}>"
-        return (f"<gc.Variable '{self._name}' shape={self.shape} dtype={self.dtype.name}, "
+            return f"<gc.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
+        return (f"<gc.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "
                 f"numpy={np.array2string(self.numpy(), separator=', ')}>")
 
     def __array__(self, dtype=None, copy=None):
@@ -284,6 +300,25 @@ for _op in ["add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", 
             "rfloordiv", "mod", "rmod", "pow", "rpow", "matmul", "rmatmul", "neg", "pos",
             "abs", "invert", "and", "rand", "or", "ror", "lt", "le", "gt", "ge", "eq", "ne"]:
     setattr(Variable, f"__{_op}__", _delegate(f"__{_op}__"))
+
+
+def _no_inplace(op, fix):
+    def method(self, other):
+        # Python would fall back to `v = v + x`: a Tensor bound to the name, the variable
+        # unchanged -- silently not the update the user meant. TF raises the same.
+        raise RuntimeError(f"`variable {op} value` with gc.Variable is not supported. Use "
+                           f"`{fix}` to modify the variable, or `out = variable "
+                           f"{op[:-1]} value` for a new tensor.")
+    method.__name__ = f"__i{_INPLACE[op]}__"
+    return method
+
+
+_INPLACE = {"+=": "add", "-=": "sub", "*=": "mul", "/=": "truediv", "**=": "pow"}
+for _sym, _fix in (("+=", "variable.assign_add(value)"), ("-=", "variable.assign_sub(value)"),
+                   ("*=", "variable.assign(variable * value)"),
+                   ("/=", "variable.assign(variable / value)"),
+                   ("**=", "variable.assign(variable ** value)")):
+    setattr(Variable, f"__i{_INPLACE[_sym]}__", _no_inplace(_sym, _fix))
 
 
 def _concrete_initial_value(initial_value, dtype):

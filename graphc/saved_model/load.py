@@ -326,7 +326,8 @@ def _symbolic_key(values):
 
 
 class SignatureFunction:
-    """`loaded.signatures[name]`: called with keyword tensors, returns a dict of outputs."""
+    """`loaded.signatures[name]`: called with tensors by name (or position, in input order),
+    returns a dict of outputs."""
 
     def __init__(self, name, owner, cf, inputs, outputs):
         self.name = name
@@ -337,10 +338,30 @@ class SignatureFunction:
         self.input_specs = {n: sig.TensorSpec(v.type.shape, v.type.dtype)
                             for n, v in zip(inputs, cf.graph.inputs)}
 
+    @property
+    def structured_input_signature(self):
+        """((), {input name: TensorSpec}): signatures take their inputs by name (as TF's)."""
+        return (), {n: sig.TensorSpec(s.shape, s.dtype, name=n)
+                    for n, s in self.input_specs.items()}
+
+    @property
+    def structured_outputs(self):
+        """{output name: TensorSpec} of the dict a call returns (as TF's)."""
+        outs = self._cf.graph.outputs
+        return {k: sig.TensorSpec(outs[i].type.shape, outs[i].type.dtype, name=k)
+                for k, i in self.output_names.items()}
+
     def __call__(self, *args, **inputs):
-        if args:
-            raise TypeError(f"signature {self.name!r} takes keyword arguments only: "
-                            f"{', '.join(self.input_names)}")
+        if args:        # positionally, in input order, as TF's signature functions allow
+            if len(args) > len(self.input_names):
+                raise TypeError(f"signature {self.name!r} takes {len(self.input_names)} "
+                                f"inputs ({', '.join(self.input_names)}), got {len(args)} "
+                                "positional arguments")
+            twice = [n for n in self.input_names[:len(args)] if n in inputs]
+            if twice:
+                raise TypeError(f"signature {self.name!r} got input(s) {twice} both by "
+                                "position and by name")
+            inputs = {**dict(zip(self.input_names, args)), **inputs}
         missing = [n for n in self.input_names if n not in inputs]
         extra = [n for n in inputs if n not in self.input_specs]
         if missing or extra:

@@ -75,7 +75,7 @@ class _Saver:
         self.values[key] = value
         self.variable_entries.append({"key": key, "dtype": v.dtype.name,
                                       "shape": list(value.shape), "trainable": v.trainable,
-                                      "name": v.name})
+                                      "name": v._given_name})
 
     def _node(self, o):
         n = self._node_of.get(id(o))
@@ -153,13 +153,19 @@ class _Saver:
 
     def _signature(self, name, f):
         from .load import SignatureFunction
+        from ..runtime.concrete import ConcreteFunction
+        if isinstance(f, ConcreteFunction):
+            return self._concrete_signature(name, f)
         if isinstance(f, SignatureFunction):
+            if f._owner.input_signature is None:     # it was saved from a ConcreteFunction
+                return self._concrete_signature(name, f._cf, f.input_names)
             f = f._owner
         input_signature = f.input_signature if _is_function(f) else None
         if input_signature is None:
             raise ValueError(f"gc.saved_model.save: signature {name!r} must be a gc.function "
-                             f"with an input_signature, got {f!r}. Fix: "
-                             "@gc.function(input_signature=[gc.TensorSpec(...), ...])")
+                             f"with an input_signature or a ConcreteFunction, got {f!r}. Fix: "
+                             "@gc.function(input_signature=[gc.TensorSpec(...), ...]), or "
+                             "f.get_concrete_function(gc.TensorSpec(...), ...)")
         nested = [p.name for s, p in zip(input_signature, _traces(f)[1])
                   if not isinstance(s, sig.TensorSpec)]
         if nested:
@@ -176,6 +182,36 @@ class _Saver:
             raise ValueError(f"gc.saved_model.save: signature {name!r} has repeated input "
                              f"names {names}; give the TensorSpecs distinct name=...")
         return {"function": i, "concrete": c, "inputs": names,
+                "outputs": output_names(cf._structure, name)}
+
+    def _concrete_signature(self, name, cf, names=None):
+        """A ConcreteFunction as a signature (TF's `signatures=f.get_concrete_function(spec)`):
+        a trace of a gc.function the saved object holds, its tensor arguments flat specs."""
+        for owner in list(self._keep):
+            traces = _traces(owner)[3] if _is_function(owner) else ()
+            c = next((j for j, (_, t) in enumerate(traces) if t is cf), None)
+            if c is not None:
+                break
+        else:
+            raise ValueError(f"gc.saved_model.save: signature {name!r} is {cf!r}, a trace of "
+                             "no gc.function the saved object holds. Fix: get it from a "
+                             "function of the object (obj.f.get_concrete_function(...))")
+        if names is None:
+            args, kwargs = cf.structured_input_signature
+            entries = list(zip([None] * len(args), args)) + list(kwargs.items())
+            fed = [(k, s) for k, s in entries if _holds_input(s)]
+            nested = [k or getattr(s, "name", None) or repr(s) for k, s in fed
+                      if not isinstance(s, sig.TensorSpec)]
+            if nested:
+                raise ValueError(f"gc.saved_model.save: signature {name!r} takes {nested}, "
+                                 "which are not single TensorSpecs; signature inputs are flat, "
+                                 "one named tensor each")
+            names = [k or s.name for k, s in fed]
+        if len(names) != len(cf.graph.inputs) or len(set(names)) != len(names) \
+                or not all(names):
+            raise ValueError(f"gc.saved_model.save: signature {name!r} needs one distinct name "
+                             f"per tensor input, got {names}")
+        return {"function": self._function(owner), "concrete": c, "inputs": list(names),
                 "outputs": output_names(cf._structure, name)}
 
 
@@ -201,6 +237,11 @@ def output_names(structure, signature):
                              "signatures return tensors, or lists/tuples/dicts of them")
     leaves(structure)
     return {f"output_{i}": j for i, j in enumerate(flat)}
+
+
+def _holds_input(v):
+    from ..runtime.concrete import _holds_input as holds
+    return holds(v)
 
 
 def _is_function(f):

@@ -61,7 +61,7 @@ class Writer:
         return {"type": op.type, "name": op.name, "inputs": [v.name for v in op.inputs],
                 "outputs": [self._value(v, names) for v in op.outputs],
                 "attrs": {k: self.attr(v, f"{op.type} ({op.name}) attribute {k!r}")
-                          for k, v in sorted(op.attrs.items())},
+                          for k, v in sorted(op.attrs.items()) if not _process_only(op, k)},
                 "loc": None if op.loc is None else [str(op.loc[0]), int(op.loc[1])]
                 + ([str(op.loc[2])] if len(op.loc) > 2 and op.loc[2] else [])}
 
@@ -316,6 +316,12 @@ class Reader:
         if not isinstance(x, str) or not x or len(x) > 1000:
             self.fail(f"bad {what} {_short(x)}")
         return x
+
+
+def _process_only(op, key):
+    """A summary op's `writer`: a token for a writer of this process (the one default while
+    tracing), never saved -- a loaded function logs to its caller's default writer."""
+    return key == "writer" and op.type.startswith("summary_")
 
 
 def _short(x):

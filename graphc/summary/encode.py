@@ -39,14 +39,16 @@ def histogram(tag, data, buckets, description):
 
 
 def image(tag, images, max_outputs, description):
-    """[N, H, W, C] (C = 1, 3 or 4): uint8 as is, floats in [0, 1] scaled to 0..255 (clipped,
-    NaN as 0). Stored as TensorBoard's [width, height, png...] string tensor."""
+    """[N, H, W, C] (C = 1, 3 or 4): uint8 as is, floats in [0, 1] scaled to 0..255 as TF's
+    convert_image_dtype(saturate=True) does (x * 255.5 in the data's float type, truncated,
+    clipped, NaN as 0). Stored as TensorBoard's [width, height, png...] string tensor."""
     from tensorboard.plugins.image import metadata
     from tensorboard.util import tensor_util
     a = np.asarray(images)
     if a.dtype != np.uint8:
-        a = np.clip(np.nan_to_num(a.astype(np.float64) * 255.0 + 0.5, nan=0.0), 0, 255)
-        a = a.astype(np.uint8)
+        if a.dtype.kind != "f":
+            a = a.astype(np.float32)
+        a = np.clip(np.nan_to_num(a * a.dtype.type(255.5), nan=0.0), 0, 255).astype(np.uint8)
     pngs = [png(x) for x in a[:max_outputs]]
     header = [str(a.shape[2]).encode(), str(a.shape[1]).encode()]
     tensor = tensor_util.make_tensor_proto(np.array(header + pngs, dtype=object))
@@ -56,8 +58,12 @@ def image(tag, images, max_outputs, description):
 def text(tag, value, description):
     from tensorboard.plugins.text import metadata
     from tensorboard.util import tensor_util
+    def encoded(v):
+        return v.encode() if isinstance(v, str) else [encoded(x) for x in v]
+    data = np.empty(np.shape(encoded(value)) if not isinstance(value, str) else (), object)
+    data[...] = encoded(value) if isinstance(value, str) else np.array(encoded(value), object)
     return _summary(tag, metadata.create_summary_metadata(None, description),
-                    tensor_util.make_tensor_proto(np.array(value.encode(), dtype=object)))
+                    tensor_util.make_tensor_proto(data))
 
 
 def png(pixels):

@@ -2,9 +2,11 @@
 
 Inside a compiled function each summary is an op like gc.print: it runs on every call, in
 program order, and passes never remove or reorder it (registry `effectful`). The op holds
-only its tag and options; the writer is looked up when it runs, in the calling thread (as
-in TF), so a function traced, saved or loaded without a writer logs to whatever writer is
-default when it is called -- and with none it returns at once.
+only its tag and options; the writer is looked up when it runs, in the calling thread, so a
+function traced, saved or loaded without a writer logs to whatever writer is default when it
+is called. A writer that was default while tracing (`with w.as_default():` inside the body,
+or around the first call) is the op's fallback, as TF captures it in the graph: with no
+default writer at call time the op writes there, and with neither it returns at once.
 """
 import numpy as np
 
@@ -14,7 +16,8 @@ from ..runtime.dispatch import bind, convert_to_tensor
 from ..runtime.registry import register, IO
 from ..runtime.tensor import Tensor
 from . import encode
-from .writer import ACTIVE, default_writer, get_step
+from .writer import (ACTIVE, default_writer, get_step, record_condition, traced_writer,
+                     writer_token)
 
 
 def _check_step(op, types):
@@ -25,7 +28,7 @@ def _check_step(op, types):
                              f"{t.dtype.name}{list(t.shape)}")
 
 
-def _infer_scalar(types, *, tag, description):
+def _infer_scalar(types, *, tag, description, writer=None):
     _check_step("scalar", types)
     t = types[0]
     if t.shape != ():
@@ -34,12 +37,12 @@ def _infer_scalar(types, *, tag, description):
     return []
 
 
-def _infer_histogram(types, *, tag, buckets, description):
+def _infer_histogram(types, *, tag, buckets, description, writer=None):
     _check_step("histogram", types)
     return []
 
 
-def _infer_image(types, *, tag, max_outputs, description):
+def _infer_image(types, *, tag, max_outputs, description, writer=None):
     _check_step("image", types)
     t = types[0]
     if len(t.shape) != 4 or t.shape[3] not in (1, 3, 4):
@@ -48,14 +51,15 @@ def _infer_image(types, *, tag, max_outputs, description):
     return []
 
 
-def _infer_text(types, *, tag, text, description):
+def _infer_text(types, *, tag, text, description, writer=None):
     _check_step("text", types)
     return []
 
 
-def _writing(values, name, n_data=1):
-    """(writer, step) for a summary op about to run, or None when nothing is written."""
-    w = default_writer()
+def _writing(values, name, n_data=1, traced=None):
+    """(writer, step) for a summary op about to run, or None when nothing is written: the
+    calling thread's default writer, else the one that was default when the op was traced."""
+    w = default_writer() or traced_writer(traced)
     if w is None:
         return None
     if len(values) <= n_data:
@@ -64,34 +68,34 @@ def _writing(values, name, n_data=1):
     return w, int(values[-1])
 
 
-def _scalar_impl(*values, tag, description):
-    if not ACTIVE[0]:
+def _scalar_impl(*values, tag, description, writer=None):
+    if not ACTIVE[0] and writer is None:
         return
-    ws = _writing(values, "scalar")
+    ws = _writing(values, "scalar", 1, writer)
     if ws is not None:
         ws[0].add_summary(encode.scalar(tag, values[0], description), ws[1])
 
 
-def _histogram_impl(*values, tag, buckets, description):
-    if not ACTIVE[0]:
+def _histogram_impl(*values, tag, buckets, description, writer=None):
+    if not ACTIVE[0] and writer is None:
         return
-    ws = _writing(values, "histogram")
+    ws = _writing(values, "histogram", 1, writer)
     if ws is not None:
         ws[0].add_summary(encode.histogram(tag, values[0], buckets, description), ws[1])
 
 
-def _image_impl(*values, tag, max_outputs, description):
-    if not ACTIVE[0]:
+def _image_impl(*values, tag, max_outputs, description, writer=None):
+    if not ACTIVE[0] and writer is None:
         return
-    ws = _writing(values, "image")
+    ws = _writing(values, "image", 1, writer)
     if ws is not None:
         ws[0].add_summary(encode.image(tag, values[0], max_outputs, description), ws[1])
 
 
-def _text_impl(*values, tag, text, description):
-    if not ACTIVE[0]:
+def _text_impl(*values, tag, text, description, writer=None):
+    if not ACTIVE[0] and writer is None:
         return
-    ws = _writing(values, "text", 0)
+    ws = _writing(values, "text", 0, writer)
     if ws is not None:
         ws[0].add_summary(encode.text(tag, text, description), ws[1])
 
@@ -109,6 +113,9 @@ def _emit(kind, data, step, **attrs):
     tracing = bool(context._tls.stack)
     if not tracing and (not ACTIVE[0] or default_writer() is None):
         return False
+    when = _recording(tracing)
+    if when is False:
+        return None if tracing else False
     if step is None:
         step = get_step()
     inputs = [] if data is None else [data if type(data) is Tensor else convert_to_tensor(data)]
@@ -118,8 +125,43 @@ def _emit(kind, data, step, **attrs):
     elif not tracing or default_writer() is not None:
         raise ValueError(f"gc.summary.{kind}({attrs['tag']!r}): no step; pass step= (an int, "
                          "tensor or Variable) or call gc.summary.set_step(step) first")
+    if tracing:
+        token = writer_token(default_writer())
+        if token is not None:
+            attrs["writer"] = token
+    if when is not True:        # a symbolic record_if condition: decided on each call
+        from ..runtime.control_flow import cond
+        cond(when, lambda: _bind_true(kind, inputs, attrs), lambda: convert_to_tensor(False))
+        return None
     bind("summary_" + kind, *inputs, **attrs)
     return None if tracing else True
+
+
+def _bind_true(kind, inputs, attrs):
+    bind("summary_" + kind, *inputs, **attrs)
+    return convert_to_tensor(True)
+
+
+def _recording(tracing):
+    """The record_if condition now: True, False, or (tracing) a symbolic bool tensor."""
+    c = record_condition()
+    if c is None:
+        return True
+    if type(c) is Tensor or hasattr(c, "_as_tensor"):
+        t = convert_to_tensor(c)
+        if t.dtype is not _dt.bool_ or t.shape != ():
+            raise ValueError(f"gc.summary.record_if: the condition must be a scalar bool, got "
+                             f"{t.dtype.name}{list(t.shape)}")
+        if tracing and t._np is None:
+            return t
+        return bool(t)
+    return bool(c)
+
+
+def should_record_summaries():
+    """The record_if condition in force (True outside any record_if; a bool tensor for a
+    symbolic condition while tracing), as TF 2.21's, which does not look at the writer."""
+    return _recording(bool(context._tls.stack))
 
 
 def scalar(name, data, step=None, description=None):
@@ -145,10 +187,16 @@ def image(name, data, step=None, max_outputs=3, description=None):
 
 
 def text(name, data, step=None, description=None):
-    """Log the Python string `data` (Markdown, as TensorBoard's Text tab renders it)."""
-    if isinstance(data, Tensor) or not isinstance(data, (str, bytes)):
-        raise TypeError(f"gc.summary.text({name!r}): data must be a Python str (graphc "
-                        f"tensors hold numbers only), got {type(data).__name__}")
-    if isinstance(data, bytes):
-        data = data.decode()
-    return _emit("text", None, step, tag=str(name), text=data, description=description or "")
+    """Log the Python string `data` (Markdown, as TensorBoard's Text tab renders it), or a
+    (nested) list of strings, which TensorBoard shows as a table (as TF's)."""
+    def strings(d):
+        if isinstance(d, bytes):
+            return d.decode()
+        if isinstance(d, str):
+            return d
+        if isinstance(d, (list, tuple)) and d and not isinstance(data, Tensor):
+            return tuple(strings(x) for x in d)
+        raise TypeError(f"gc.summary.text({name!r}): data must be a Python str or a list of "
+                        f"them (graphc tensors hold numbers only), got {type(data).__name__}")
+    return _emit("text", None, step, tag=str(name), text=strings(data),
+                 description=description or "")

@@ -6,8 +6,11 @@ by hand-encoded protobuf: the format is TensorBoard's to keep. The package is im
 when a writer is created (install `graphc[tensorboard]`).
 """
 import contextlib
+import itertools
+import os
 import threading
 import time
+import weakref
 
 _tls = threading.local()         # .stack: this thread's default writers (innermost last)
 _step = {"value": None}          # gc.summary.experimental-style default step (process-wide)
@@ -15,6 +18,11 @@ _step = {"value": None}          # gc.summary.experimental-style default step (p
 # first, so with no writer anywhere it returns before touching thread-local state.
 ACTIVE = [0]
 _active_lock = threading.Lock()
+# Writers by token: a summary op traced while a writer was default names it by token (an op
+# attribute must be plain data), the fallback when no writer is default at call time. The
+# process id and a counter keep a token loaded from a SavedModel from naming another writer.
+_by_token = weakref.WeakValueDictionary()
+_tokens = itertools.count(1)
 
 
 def _enter(stack, writer):
@@ -52,6 +60,7 @@ class SummaryWriter:
                                   flush_secs=max(flush_millis / 1000.0, 0.001),
                                   filename_suffix=filename_suffix)
         self._closed = False
+        self._token = None
 
     @contextlib.contextmanager
     def as_default(self, step=None):
@@ -70,14 +79,20 @@ class SummaryWriter:
                 _step["value"] = old
             self.flush()
 
-    def set_as_default(self):
+    def set_as_default(self, step=None):
         """Make this the calling thread's default writer until another is set or this one
-        is closed (in this thread)."""
+        is closed (in this thread); `step` (if given) becomes the default step, as TF's."""
         stack = _stack()
         with _active_lock:
             if not stack:
                 ACTIVE[0] += 1
             stack[:] = [self]
+        if step is not None:
+            _step["value"] = step
+
+    def init(self):
+        """TF's writer.init(): the event file exists from creation, so nothing to do."""
+        return None
 
     def add_event(self, **fields):
         event = self._event_pb2.Event(wall_time=time.time(), **fields)
@@ -131,10 +146,59 @@ def default_writer():
     return s[-1] if s else None
 
 
+def writer_token(writer):
+    """A token naming `writer` for a traced op's attributes (None for no writer)."""
+    if writer is None:
+        return None
+    if writer._token is None:
+        writer._token = f"{os.getpid()}:{id(_by_token)}:{next(_tokens)}"
+        _by_token[writer._token] = writer
+    return writer._token
+
+
+def traced_writer(token):
+    """The open writer a traced op's token names, or None."""
+    if token is None:
+        return None
+    w = _by_token.get(token)
+    return None if w is None or w._closed else w
+
+
 def flush(writer=None):
     w = writer or default_writer()
     if w is not None:
         w.flush()
+
+
+def record_if(condition):
+    """Context manager (TF's tf.summary.record_if): summaries inside write only while
+    `condition` holds -- a bool, a bool tensor or a callable giving one. Inside a compiled
+    function a tensor condition is read on each call; a Python bool decides at trace time."""
+    @contextlib.contextmanager
+    def scope():
+        stack = _record_stack()
+        stack.append(condition)
+        try:
+            yield
+        finally:
+            stack.pop()
+    return scope()
+
+
+def _record_stack():
+    s = getattr(_tls, "record_if", None)
+    if s is None:
+        s = _tls.record_if = []
+    return s
+
+
+def record_condition():
+    """The innermost record_if condition of this thread (a callable called now), or None."""
+    s = getattr(_tls, "record_if", None)
+    if not s:
+        return None
+    c = s[-1]
+    return c() if callable(c) and not hasattr(c, "dtype") else c
 
 
 def set_step(step):

@@ -108,7 +108,7 @@ class Checkpoint:
                 self._restoration.close()
             restoration = Restoration(self, prefix, values, set(matched))
             self._restoration = restoration if restoration.pending else None
-        return CheckpointLoadStatus(restoration)
+        return CheckpointLoadStatus(restoration, self._roots)
 
     read = restore
 
@@ -123,8 +123,11 @@ class CheckpointLoadStatus:
     """What a restore matched (TF's semantics). Each assert re-checks the object graph as it
     is now, so objects created after restore() count once they took their values."""
 
-    def __init__(self, restoration):
+    def __init__(self, restoration, roots=None):
         self._r = restoration
+        # the objects it restored into, kept alive while the status is (as TF's status does):
+        # Checkpoint(a=gc.Variable(0.0)).restore(p).assert_consumed() checks them
+        self._roots = dict(roots or {})
 
     def assert_consumed(self):
         """Every value in the checkpoint went to an object, and every Variable in the graph

@@ -19,8 +19,27 @@ class CheckpointManager:
     the newest `max_to_keep` (None keeps all). Like TF's, it reads the directory's state
     file when made, so a restarted program continues the list (and the deletions)."""
 
-    def __init__(self, checkpoint, directory, *, checkpoint_name="ckpt", max_to_keep=5,
-                 keep_checkpoint_every_n_hours=None):
+    def __init__(self, checkpoint, directory, *args, checkpoint_name="ckpt", max_to_keep=5,
+                 keep_checkpoint_every_n_hours=None, step_counter=None,
+                 checkpoint_interval=None, init_fn=None):
+        if args:    # by position: API.md's (checkpoint_name, max_to_keep) or TF's order
+            names = ("checkpoint_name", "max_to_keep") if isinstance(args[0], str) else (
+                "max_to_keep", "keep_checkpoint_every_n_hours", "checkpoint_name",
+                "step_counter", "checkpoint_interval", "init_fn")
+            if len(args) > len(names):
+                raise TypeError(f"CheckpointManager takes at most {len(names) + 2} positional "
+                                f"arguments, got {len(args) + 2}")
+            given = dict(zip(names, args))
+            checkpoint_name = given.get("checkpoint_name", checkpoint_name)
+            max_to_keep = given.get("max_to_keep", max_to_keep)
+            keep_checkpoint_every_n_hours = given.get("keep_checkpoint_every_n_hours",
+                                                      keep_checkpoint_every_n_hours)
+            step_counter = given.get("step_counter", step_counter)
+            checkpoint_interval = given.get("checkpoint_interval", checkpoint_interval)
+            init_fn = given.get("init_fn", init_fn)
+        if checkpoint_interval is not None and step_counter is None:
+            raise ValueError("CheckpointManager: checkpoint_interval needs a step_counter "
+                             "(an integer Variable) to measure it")
         if not isinstance(checkpoint, Checkpoint):
             raise TypeError(f"CheckpointManager: expected a gc.train.Checkpoint, got "
                             f"{type(checkpoint).__name__}")
@@ -36,6 +55,9 @@ class CheckpointManager:
         self._prefix = os.path.join(self._directory, checkpoint_name)
         self._max_to_keep = max_to_keep
         self._keep_every = keep_checkpoint_every_n_hours
+        self._step_counter, self._interval = step_counter, checkpoint_interval
+        self._last_step = None          # step_counter at the last save (checkpoint_interval)
+        self._init_fn = init_fn
         self._lock = threading.Lock()
         state = read_state(self._directory)
         self._kept = collections.OrderedDict()        # path -> timestamp, oldest first
@@ -68,11 +90,19 @@ class CheckpointManager:
         """The newest checkpoint's path, or None."""
         return self._latest
 
-    def save(self, checkpoint_number=None):
+    def save(self, checkpoint_number=None, check_interval=True):
         """Save `prefix-N`: N is `checkpoint_number` when given (an int, or an integer
         Variable/tensor such as a step counter), else the checkpoint's save counter (which
-        is incremented either way, as in TF). Returns the path."""
+        is incremented either way, as in TF). Returns the path. With a checkpoint_interval,
+        as TF's: None (nothing saved) while step_counter has not moved that far since the
+        last save (or not at all, even with check_interval=False)."""
         with self._lock:
+            if self._interval is not None:
+                step = _as_int(self._step_counter)
+                if self._last_step is not None and (step == self._last_step or (
+                        check_interval and step < self._last_step + self._interval)):
+                    return None
+                self._last_step = step
             counter = int(self._checkpoint.save_counter.assign_add(np.int64(1)).numpy())
             number = counter if checkpoint_number is None else _as_int(checkpoint_number)
             path = self._checkpoint.write(f"{self._prefix}-{number}")
@@ -86,6 +116,18 @@ class CheckpointManager:
             if self._sweep():
                 self._record()
             return path
+
+    def restore_or_initialize(self):
+        """TF's: restore the latest checkpoint and return its path, or, with none, call
+        init_fn (if given) and return None."""
+        if self._latest is not None:
+            self._checkpoint.restore(self._latest)
+            if self._interval is not None:
+                self._last_step = _as_int(self._step_counter)
+            return self._latest
+        if self._init_fn is not None:
+            self._init_fn()
+        return None
 
     def _record(self):
         update_state(self._directory, self._latest, list(self._kept),

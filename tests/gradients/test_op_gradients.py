@@ -301,3 +301,44 @@ def test_gradients_with_dimensions_known_only_at_run_time(name):
         eager = tape_grads(fn, [gc.constant(x)], ones)[0]
         np.testing.assert_allclose(grad(gc.constant(x)), eager, rtol=1e-10)
     assert grad.tracing_count == 1
+
+
+@pytest.mark.parametrize("backend", [None, "numpy", "auto"])
+def test_activation_gradients_at_their_kinks_as_tf(backend):
+    """At the kinks the gradient is TF's one-sided choice: relu has 0 at 0 (ReluGrad: x > 0),
+    relu6 0 at 0 and 6, softplus sigmoid(0) = 0.5. Expected values are TF 2.21's."""
+    def grads(x):
+        with gc.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            ys = gc.nn.relu(x), gc.nn.relu6(x), gc.nn.softplus(x), gc.abs(x)
+        return [tape.gradient(y, x) for y in ys]
+    run = grads if backend is None else gc.function(grads, backend=backend)
+    x = gc.constant(np.array([-1.0, 0.0, 3.0, 6.0, 7.0, -np.inf, np.inf], np.float32))
+    relu, relu6, softplus, abs_ = run(x)
+    np.testing.assert_array_equal(relu, [0, 0, 1, 1, 1, 0, 1])
+    np.testing.assert_array_equal(relu6, [0, 0, 1, 0, 0, 0, 0])
+    np.testing.assert_allclose(softplus, [0.26894143, 0.5, 0.95257413, 0.99752736, 0.99908894,
+                                          0, 1], rtol=1e-6)
+    np.testing.assert_array_equal(abs_, [-1, 0, 1, 1, 1, -1, 1])
+    # the values keep TF's: relu(-0.0) is -0.0, softplus(-inf) 0 and softplus(inf) inf
+    y = gc.nn.relu(gc.constant(np.float32(-0.0)))
+    assert np.signbit(y.numpy())
+    np.testing.assert_array_equal(gc.nn.softplus(gc.constant([-np.inf, np.inf])), [0, np.inf])
+
+
+@pytest.mark.parametrize("backend", [None, "numpy", "auto"])
+def test_sqrt_and_rsqrt_pass_a_zero_gradient_as_zero_as_tf(backend):
+    """TF's SqrtGrad/RsqrtGrad give 0 where the incoming gradient is 0, so the masked
+    where(x > 0, sqrt(x), 0) has gradient 0 (not NaN) where x <= 0; unmasked, the gradient
+    at 0 and below is still inf/NaN. Expected values are TF 2.21's."""
+    def grads(x):
+        with gc.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            masked = [gc.where(x > 0, f(x), gc.zeros_like(x)) for f in (gc.sqrt, gc.rsqrt)]
+            plain = gc.sqrt(x)
+        return [tape.gradient(y, x) for y in masked] + [tape.gradient(plain, x)]
+    run = grads if backend is None else gc.function(grads, backend=backend)
+    sqrt, rsqrt, plain = run(gc.constant([-1.0, 0.0, 4.0]))
+    np.testing.assert_array_equal(sqrt, [0.0, 0.0, 0.25])
+    np.testing.assert_array_equal(rsqrt, [0.0, 0.0, -0.0625])
+    np.testing.assert_array_equal(plain, [np.nan, np.inf, 0.25])

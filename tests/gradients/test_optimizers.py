@@ -84,6 +84,7 @@ def test_slots_are_created_once_inside_a_compiled_step():
     opt = gc.optimizers.Adam(0.01)
     _, _, fn = train(opt, 3, True)
     assert len(opt.variables()) == 1 + 2 * 2       # iterations + (m, v) for two variables
+    assert opt.variables == opt.variables() and opt.variables[0] is opt.iterations  # Keras 3
     m = opt.get_slot(next(iter(opt._slots)), "m")
     assert m.trainable is False and np.any(m.numpy() != 0)
     with pytest.raises(KeyError, match="no slot 'velocity'"):
@@ -124,9 +125,10 @@ def test_errors():
         gc.optimizers.Adam(beta_1=1.0)
     with pytest.raises(ValueError, match="learning_rate must be >= 0"):
         gc.optimizers.SGD(-1.0)
-    # a None gradient next to a real one is skipped, as in Keras
-    v = gc.Variable([5.0])
-    opt.apply_gradients([(gc.constant([1.0, 1.0]), w), (None, v)])
+    # a None gradient next to a real one is skipped with a UserWarning naming it, as in Keras
+    v = gc.Variable([5.0], name="unused_v")
+    with pytest.warns(UserWarning, match=r"gradients do not exist for variables \['unused_v:0'\]"):
+        opt.apply_gradients([(gc.constant([1.0, 1.0]), w), (None, v)])
     np.testing.assert_allclose(w.numpy(), [0.9, 1.9])
     np.testing.assert_allclose(v.numpy(), [5.0])
 
@@ -162,3 +164,19 @@ def test_lazily_built_model_and_slots_in_one_compiled_step():
         w = w + vel
     np.testing.assert_allclose(model.w.numpy()[:, 0], w, rtol=1e-10)
     assert step.tracing_count == 1 and len(opt.variables()) == 2
+
+
+def test_keras3_apply_and_build():
+    """Keras 3's optimizer.apply(grads, variables) and build(variables): the same update as
+    apply_gradients, slots made by build."""
+    w1, w2 = gc.Variable([1.0, 2.0]), gc.Variable([1.0, 2.0])
+    a, b = gc.optimizers.Adam(0.1), gc.optimizers.Adam(0.1)
+    b.build([w2])
+    assert len(b.variables) == 3 and len(a.variables) == 1
+    g = gc.constant([0.5, -1.0])
+    a.apply_gradients([(g, w1)])
+    b.apply([g], [w2])
+    np.testing.assert_array_equal(w1.numpy(), w2.numpy())
+    assert int(b.iterations.numpy()) == 1
+    with pytest.raises(ValueError, match="1 gradients for 2 variables"):
+        b.apply([g], [w1, w2])

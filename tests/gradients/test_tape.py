@@ -204,6 +204,14 @@ def test_integer_targets_and_a_source_as_its_own_target():
     assert tape.gradient(n, x) is None
     np.testing.assert_array_equal(tape.gradient([n, y], x), [3.0, 3.0])
     np.testing.assert_array_equal(tape.gradient(x, x), [1.0, 1.0])
+    # a Variable target stands for itself (TF: its handle): d v / d v = 1, even unread
+    v, w = gc.Variable([2.0, 3.0]), gc.Variable(1.0)
+    with gc.GradientTape(persistent=True) as tape:
+        v.assign(w * 2.0 + v)
+    np.testing.assert_array_equal(tape.gradient(v, v), [1.0, 1.0])
+    assert tape.gradient(v, w) is None
+    np.testing.assert_array_equal(tape.gradient(v, [v], output_gradients=[gc.constant(
+        [5.0, 6.0])])[0], [5.0, 6.0])
 
 
 def test_jacobian_eager_and_compiled():
@@ -253,3 +261,46 @@ def test_iterating_a_tensor_under_a_tape_records_the_rows():
         assert g is not None
         np.testing.assert_allclose(g.numpy(), 2 * x.numpy())
     np.testing.assert_allclose(inside(x).numpy(), 2 * x.numpy())
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_persistent_tape_records_its_own_gradient_inside_its_block(compiled):
+    """TF: gradient() of a persistent tape inside its `with` block is recorded by the tape,
+    so a second gradient() of that gradient gives the second derivative (TF 2.21: 27, 18)."""
+    def body(x):
+        with gc.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            y = x * x * x
+            first = tape.gradient(y, x)
+        return first, tape.gradient(first, x)
+    run = gc.function(body, backend="numpy") if compiled else body
+    first, second = run(gc.constant(3.0))
+    assert (float(first), float(second)) == (27.0, 18.0)
+
+
+def test_watched_variables_in_creation_order():
+    """TF lists a tape's watched variables in the order they were created, not read."""
+    a, b = gc.Variable(1.0), gc.Variable(2.0)
+    with gc.GradientTape() as tape:
+        _ = b * a
+    assert tape.watched_variables() == (a, b)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_batch_jacobian_as_tf(compiled):
+    """TF's batch_jacobian: per-example Jacobians, [B] + target.shape[1:] + source.shape[1:]
+    (the expected values are TF 2.21's, rounded)."""
+    def body(x):
+        w = gc.reshape(gc.constant(np.arange(12, dtype=np.float32) / 10), [3, 4])
+        with gc.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            y = gc.reshape(gc.tanh(x @ w), [2, 2, 2])
+        return tape.batch_jacobian(y, x)
+    run = gc.function(body, backend="numpy") if compiled else body
+    jac = run(gc.constant(np.arange(6, dtype=np.float32).reshape(2, 3))).numpy()
+    assert jac.shape == (2, 2, 2, 3)
+    np.testing.assert_allclose(jac, [
+        [[[0.0, 0.02826, 0.05652], [0.00394, 0.01971, 0.03547]],
+         [[0.00436, 0.01309, 0.02182], [0.00361, 0.00843, 0.01324]]],
+        [[[0.0, 2e-05, 4e-05], [0.0, 0.0, 0.0]], [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]]],
+        atol=2e-5)

@@ -123,3 +123,43 @@ def test_concrete_function_under_an_eager_tape():
     assert y.numpy() == 18.0
     np.testing.assert_array_equal([g.numpy() for g in tape.gradient(y, [x, v])], [12.0, 9.0])
     assert cf(gc.constant(1.0)).numpy() == 2.0           # a plain eager call as before
+
+
+def test_full_call_with_the_baked_python_values_as_tf():
+    """TF's concrete functions also take every positional argument of the trace, Python
+    values included (they must be the traced ones); the tensor-only call stays."""
+    @gc.function
+    def scale(x, k):
+        return x * k
+    cf = scale.get_concrete_function(gc.TensorSpec([], gc.float32), 3.0)
+    assert float(cf(gc.constant(2.0))) == 6.0
+    assert float(cf(gc.constant(2.0), 3.0)) == 6.0
+    with pytest.raises(TypeError, match=r"argument 1 was traced as the Python value 3.0.*4.0"):
+        cf(gc.constant(2.0), 4.0)
+    with pytest.raises(TypeError, match="Python value 3.0"):
+        cf(gc.constant(2.0), 3)                  # another type is another trace, as a key
+    # (x, n=3, y) with z by keyword: three positional tensors are the tensor-only form
+    np.testing.assert_array_equal(concrete()(gc.constant([1.0, 2.0]), 3, gc.constant(1.0),
+                                             z=gc.constant(2.0)).numpy(), [5.0, 8.0])
+
+
+def test_structured_outputs_are_specs_in_the_returned_nest():
+    @gc.function
+    def f(x):
+        return {"a": x, "b": (gc.reduce_sum(x), None)}
+    outs = f.get_concrete_function(gc.TensorSpec([None, 2], gc.float32)).structured_outputs
+    assert outs == {"a": gc.TensorSpec([None, 2], gc.float32),
+                    "b": (gc.TensorSpec([], gc.float32), None)}
+
+
+def test_calling_the_function_with_a_spec_is_a_clear_error():
+    """A TensorSpec traces through get_concrete_function; passed to the call itself it has
+    no value (TF: ValueError). graphc ran the trace with that input missing."""
+    @gc.function(backend="numpy")
+    def f(x, ys):
+        return x * 2.0
+    spec = gc.TensorSpec([2], gc.float32)
+    with pytest.raises(ValueError, match=r"argument 'x' is \(or holds\) a gc.TensorSpec"):
+        f(spec, [])
+    with pytest.raises(ValueError, match=r"argument 'ys' .*get_concrete_function"):
+        f(gc.constant([1.0, 2.0]), [spec])

@@ -138,6 +138,11 @@ def test_input_signature_errors_name_argument():
         return x
     with pytest.raises(ValueError, match=r"argument 'x' has shape \[2, 4\].*TensorSpec\(\[None, 3\]"):
         f(np.ones((2, 4), np.float32))
+    # TF raises TypeError for a shape that does not fit: the error is both
+    with pytest.raises(TypeError, match=r"argument 'x' has shape \[3\]"):
+        f(gc.constant([1.0, 2.0, 3.0]))
+    with pytest.raises(TypeError, match=r"argument 'x' is TensorSpec\(\[None, 4\].*does not match"):
+        f.get_concrete_function(gc.TensorSpec([None, 4], gc.float32))
     with pytest.raises(TypeError, match=r"argument 'x' has dtype float64.*float32"):
         f(np.ones((2, 3), np.float64))
     with pytest.raises(TypeError, match="int32.*float32|float32.*int32"):

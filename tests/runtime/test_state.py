@@ -106,6 +106,8 @@ def test_variable_errors():
         v.assign([1.0, 2.0, 3.0])
     with pytest.raises(TypeError, match="int32"):
         v.assign(gc.constant([1, 2]))
+    with pytest.raises(ValueError, match="int32"):      # what TF raises for it
+        v.assign_add(gc.constant([1, 2]))
     with pytest.raises(TypeError, match="fractional"):
         gc.Variable(1).assign(1.5)
     assert gc.Variable(1.0, dtype=gc.float64).dtype == gc.float64
@@ -226,8 +228,8 @@ def test_module_tracks_variables_and_submodules_in_stable_order():
     # as tf.Module: the module's own attributes first (sorted by name: layers, same,
     # table), then each submodule found there, the same way
     names = [v.name for v in m.variables]
-    assert names == ["a", "z", "b", "frozen", "b", "frozen"]
-    assert [v.name for v in m.trainable_variables] == ["a", "z", "b", "b"]
+    assert names == ["a:0", "z:0", "b:0", "frozen:0", "b:0", "frozen:0"]  # TF's names
+    assert [v.name for v in m.trainable_variables] == ["a:0", "z:0", "b:0", "b:0"]
     assert m.submodules == (m.layers[0], m.layers[1])
 
     class Deep(gc.Module):
@@ -237,8 +239,8 @@ def test_module_tracks_variables_and_submodules_in_stable_order():
             self.child = Outer()
             self.w = gc.Variable(0.0, name="w")
     d = Deep()
-    assert [v.name for v in d.variables] == ["w", "x", "a", "z", "b", "frozen", "b",
-                                             "frozen"]
+    assert [v.name for v in d.variables] == ["w:0", "x:0", "a:0", "z:0", "b:0", "frozen:0",
+                                             "b:0", "frozen:0"]
     assert d.submodules == (d.child, d.child.layers[0], d.child.layers[1])
     with pytest.raises(ValueError):
         gc.Module(name="bad name")
@@ -329,3 +331,59 @@ def test_default_module_names_follow_tf_camel_to_snake():
     assert [MLP().name, HTTPServer().name, MyModel().name, ResNet50().name] == \
         ["mlp", "http_server", "my_model", "res_net50"]
     assert gc.Module().name == "module"
+
+
+def test_assign_returns_and_in_place_operators_as_tf():
+    """assign* return the variable (chainable, reading the new value), None with
+    read_value=False; `v += x` raises RuntimeError as in TF, where Python would otherwise
+    rebind the name to a tensor and leave the variable silently unchanged."""
+    v = gc.Variable(1.0)
+    assert v.assign(2.0).assign_add(3.0).assign_sub(1.0) is v and float(v) == 4.0
+    assert v.assign(5.0, read_value=False) is None and float(v) == 5.0
+    assert v.assign_add(1.0, read_value=False) is None and float(v) == 6.0
+    for stmt, fix in (("w += 1.0", "assign_add"), ("w -= 1.0", "assign_sub"),
+                      ("w *= 2.0", r"assign\(variable \*"), ("w /= 2.0", r"assign\(variable /")):
+        with pytest.raises(RuntimeError, match=fix):
+            exec(stmt, {"w": v})
+    assert float(v) == 6.0
+
+    @gc.function
+    def bump(var):
+        var += 1.0
+        return var
+    with pytest.raises(RuntimeError, match=r"variable \+= value.*assign_add"):
+        bump(v)
+    assert float(v) == 6.0
+
+
+def test_variable_names_are_tfs():
+    """TF 2.21: name "w" reads back as "w:0", an unnamed variable as "Variable:0"."""
+    assert gc.Variable(1.0, name="w").name == "w:0"
+    assert gc.Variable(1.0).name == "Variable:0"
+    assert gc.Variable(1.0, name="a/b").name == "a/b:0"
+    assert repr(gc.Variable(1.0, name="w")).startswith("<gc.Variable 'w:0' shape=()")
+
+
+def test_module_name_scope_prefixes_variable_names_as_tf():
+    """tf.Module.name_scope: variables made inside are named 'module/...:0', nested scopes
+    join; non_trainable_variables as TF's (names are TF 2.21's for this program)."""
+    class Inner(gc.Module):
+        def __init__(self):
+            super().__init__(name="mm")
+            self.w = gc.Variable(1.0, name="w")
+            with self.name_scope:
+                self.v = gc.Variable(1.0, name="v")
+                self.u = gc.Variable(1.0, trainable=False)
+
+    class Outer(gc.Module):
+        def __init__(self):
+            super().__init__(name="outer")
+            with self.name_scope:
+                self.inner = Inner()
+                self.x = gc.Variable(2.0, name="x")
+    m = Outer()
+    assert m.name_scope.name == "outer/"
+    assert [v.name for v in m.variables] == ["outer/x:0", "outer/mm/Variable:0",
+                                             "outer/mm/v:0", "outer/w:0"]
+    assert [v.name for v in m.non_trainable_variables] == ["outer/mm/Variable:0"]
+    assert gc.Variable(1.0, name="after").name == "after:0"     # the scopes are left

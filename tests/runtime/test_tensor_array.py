@@ -88,12 +88,11 @@ def test_traced_matches_eager_and_numpy(case):
     assert f.get_concrete_function(*[gc.constant(v) for v in values]).outputs[0].shape[0] == n
 
 
-def test_dynamic_size_grows_and_unwritten_gap_is_an_error():
+def test_dynamic_size_grows_and_unwritten_gap_reads_zeros():
     ta = gc.TensorArray(gc.float32, size=1, dynamic_size=True)
     ta = ta.write(0, 1.0).write(3, 4.0)
     assert int(ta.size()) == 4
-    with pytest.raises(InvalidArgumentError, match="element 1 .*size 4.* not been written"):
-        ta.stack()
+    np.testing.assert_array_equal(ta.stack().numpy(), [1, 0, 0, 4])    # TF 2.21 gives this
     ta = ta.write(1, 2.0).write(2, 3.0)
     np.testing.assert_array_equal(ta.stack().numpy(), [1, 2, 3, 4])
 
@@ -107,8 +106,7 @@ def test_write_out_of_range_names_index_and_size(index):
 
 def test_read_errors_name_the_index():
     ta = gc.TensorArray(gc.int32, size=2).write(0, 5)
-    with pytest.raises(InvalidArgumentError, match="element 1 .*not been written"):
-        ta.read(1)
+    assert ta.read(1).numpy() == 0          # unwritten: zeros, as in TF
     with pytest.raises(InvalidArgumentError, match="index 2 is out of range.*size 2"):
         ta.read(2)
     with pytest.raises(InvalidArgumentError, match="index 4 is out of range"):
@@ -194,8 +192,14 @@ def test_runtime_errors_inside_compiled_functions():
         return gc.TensorArray(gc.float32, size=3, element_shape=[]).write(0, 1.0).read(i)
 
     assert float(unwritten(gc.constant(0))) == 1.0
-    with pytest.raises(InvalidArgumentError, match="element 1 .*not been written"):
-        unwritten(gc.constant(1))
+    assert float(unwritten(gc.constant(1))) == 0.0       # unwritten: zeros, as in TF
+
+    @function
+    def unknown_shape(i):
+        ta = gc.TensorArray(gc.float32, size=3, element_shape=[None])
+        return ta.write(i, gc.ones([2])).read(1)
+    np.testing.assert_array_equal(unknown_shape(gc.constant(1)).numpy(), [1, 1])
+    np.testing.assert_array_equal(unknown_shape(gc.constant(0)).numpy(), [0, 0])
 
 
 def test_trace_time_errors():
@@ -289,3 +293,50 @@ def test_iteration_is_eager_only():
 
     with pytest.raises(gc.errors.OperatorNotAllowedInGraphError, match="ta.read"):
         f()
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_unwritten_elements_read_as_zeros_as_tf(compiled):
+    """TF 2.21, eagerly and in tf.function: an element never written reads as zeros of the
+    element shape (declared, or set by any write); with that shape not fully known it is an
+    error. Writing an element twice keeps the last value."""
+    def body():
+        partial = gc.TensorArray(gc.float32, size=3).write(0, gc.constant([1.0, 2.0]))
+        declared = gc.TensorArray(gc.float32, size=3, element_shape=[2])
+        twice = gc.TensorArray(gc.int32, size=2).write(0, 1).write(0, 2)
+        return (partial.stack(), partial.read(2), declared.read(1),
+                declared.gather([0, 2]), partial.concat(), twice.stack())
+    run = gc.function(body, backend="numpy") if compiled else body
+    stack, read, declared, gathered, concat, twice = run()
+    np.testing.assert_array_equal(stack.numpy(), [[1, 2], [0, 0], [0, 0]])
+    np.testing.assert_array_equal(read.numpy(), [0, 0])
+    np.testing.assert_array_equal(declared.numpy(), [0, 0])
+    np.testing.assert_array_equal(gathered.numpy(), [[0, 0], [0, 0]])
+    np.testing.assert_array_equal(concat.numpy(), [1, 2, 0, 0, 0, 0])
+    np.testing.assert_array_equal(twice.numpy(), [2, 0])
+
+    def unknown(i):
+        ta = gc.TensorArray(gc.float32, size=3, element_shape=[None])
+        return ta.read(i)
+    run = gc.function(unknown, backend="numpy") if compiled else unknown
+    with pytest.raises(InvalidArgumentError, match=r"element 1 .*not fully known"):
+        run(gc.constant(1))
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_scatter_writes_rows_at_indices_as_tf(compiled):
+    """TF's TensorArray.scatter (rows of value at indices; the rest reads as zeros), with
+    gradients flowing back to the scattered value."""
+    def body(v):
+        with gc.GradientTape() as tape:
+            tape.watch(v)
+            ta = gc.TensorArray(gc.float32, size=4).scatter([1, 3], v)
+            y = ta.stack()
+            loss = gc.reduce_sum(y * gc.constant([[1.0], [2.0], [3.0], [4.0]]))
+        return y, tape.gradient(loss, v)
+    run = gc.function(body, backend="numpy") if compiled else body
+    y, g = run(gc.constant([[5.0, 6.0], [7.0, 8.0]]))
+    np.testing.assert_array_equal(y.numpy(), [[0, 0], [5, 6], [0, 0], [7, 8]])
+    np.testing.assert_array_equal(g.numpy(), [[2, 2], [4, 4]])
+    with pytest.raises(ValueError, match="2 indices for a value of shape \\[3\\]"):
+        gc.TensorArray(gc.float32, size=4).scatter([0, 1], gc.constant([1.0, 2.0, 3.0]))

@@ -1,6 +1,7 @@
 """gc.train.Checkpoint: round trips, numbering, status semantics, restore on creation, errors."""
 import gc as pygc
 import os
+import weakref
 
 import numpy as np
 import pytest
@@ -131,6 +132,25 @@ def test_status_semantics(tmp_path):
     status = gc.train.Checkpoint(other=unrelated).restore(path).expect_partial()
     with pytest.raises(AssertionError, match="nothing but the save counter"):
         status.assert_nontrivial_match()
+
+
+def test_status_keeps_the_restored_objects_alive(tmp_path, young_heap):
+    """As TF's status, it holds the objects it restored into: asserting on a status whose
+    Checkpoint and variables were temporaries still sees the unmatched variable."""
+    path = gc.train.Checkpoint(a=gc.Variable(1.0)).save(tmp_path / "c")
+    b = gc.Variable(5.0)
+    b_ref = weakref.ref(b)
+    status = gc.train.Checkpoint(a=gc.Variable(0.0), b=b).restore(path)
+    del b
+    pygc.collect()
+    with pytest.raises(AssertionError, match="'b'"):
+        status.assert_consumed()
+    del status
+    pygc.collect()
+    assert b_ref() is None          # held by the status only
+    with pytest.raises(AssertionError, match="'b'"):
+        gc.train.Checkpoint(a=gc.Variable(0.0), b=gc.Variable(5.0)).restore(
+            path).assert_existing_objects_matched()
 
 
 def test_restore_on_creation_by_attribute(tmp_path):

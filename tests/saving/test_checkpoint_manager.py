@@ -118,3 +118,40 @@ def test_damaged_state_file_raises_naming_it(tmp_path, damage):
             gc.train.latest_checkpoint(tmp_path)
         with pytest.raises(GraphcError, match=str(path)):
             gc.train.CheckpointManager(gc.train.Checkpoint(), tmp_path)
+
+
+def test_positional_arguments_in_tf_and_api_order(tmp_path):
+    ckpt = gc.train.Checkpoint(v=gc.Variable(1.0))
+    tf_order = gc.train.CheckpointManager(ckpt, tmp_path / "a", 1)       # TF: max_to_keep
+    api_order = gc.train.CheckpointManager(ckpt, tmp_path / "b", "model", 1)
+    for m in (tf_order, api_order):
+        m.save()
+        m.save()
+    assert [os.path.basename(p) for p in tf_order.checkpoints] == ["ckpt-2"]
+    assert [os.path.basename(p) for p in api_order.checkpoints] == ["model-4"]
+
+
+def test_checkpoint_interval_and_restore_or_initialize_as_tf(tmp_path):
+    """TF 2.21: with step_counter and checkpoint_interval=3, saves at steps 0..7 give
+    ckpt-1, None, None, ckpt-2, None, None, ckpt-3, None; check_interval=False saves once
+    the step moved at all."""
+    step = gc.Variable(np.int64(0))
+    v = gc.Variable(1.0)
+    seen = []
+    m = gc.train.CheckpointManager(gc.train.Checkpoint(v=v), tmp_path, max_to_keep=5,
+                                   step_counter=step, checkpoint_interval=3,
+                                   init_fn=lambda: seen.append(True))
+    assert m.restore_or_initialize() is None and seen == [True]
+    got = []
+    for _ in range(8):
+        p = m.save()
+        got.append(None if p is None else os.path.basename(p))
+        step.assign_add(np.int64(1))
+    assert got == ["ckpt-1", None, None, "ckpt-2", None, None, "ckpt-3", None]
+    assert os.path.basename(m.save(check_interval=False)) == "ckpt-4"
+    assert m.save(check_interval=False) is None           # the step has not moved
+    v.assign(5.0)
+    assert m.restore_or_initialize() == str(tmp_path / "ckpt-4") and float(v) == 1.0
+    assert seen == [True]
+    with pytest.raises(ValueError, match="needs a step_counter"):
+        gc.train.CheckpointManager(gc.train.Checkpoint(v=v), tmp_path, checkpoint_interval=2)

@@ -105,8 +105,11 @@ def test_signatures_return_dicts_of_named_outputs(tmp_path):
     out = serve(x=X)
     assert set(out) == {"scores", "label"}
     np.testing.assert_array_equal(out["scores"].numpy(), m.predict(X)["scores"].numpy())
-    with pytest.raises(TypeError, match="keyword"):
-        serve(X)
+    np.testing.assert_array_equal(serve(X)["label"].numpy(), out["label"].numpy())  # as TF
+    with pytest.raises(TypeError, match="takes 1 inputs.*got 2 positional"):
+        serve(X, X)
+    with pytest.raises(TypeError, match=r"\['x'\] both by position and by name"):
+        serve(X, x=X)
     with pytest.raises(ValueError, match="must be TensorSpec"):
         serve(x=np.ones((2, 4), np.float32))
 

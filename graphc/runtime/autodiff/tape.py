@@ -107,8 +107,9 @@ class GradientTape:
             self._watched_variables.append(var)
 
     def watched_variables(self):
-        """The variables this tape watches (explicitly or because they were read)."""
-        return tuple(self._watched_variables)
+        """The variables this tape watches (explicitly or because they were read), in the
+        order they were created, as TF's."""
+        return tuple(sorted(self._watched_variables, key=lambda v: getattr(v, "_number", 0)))
 
     def jacobian(self, target, sources, unconnected_gradients="none"):
         """d target[i...] / d source[j...], shaped target.shape + source.shape (for each
@@ -120,6 +121,30 @@ class GradientTape:
         for s in nest.flatten(sources):
             _check_source(s)
         return _jacobian(self, target, sources, unconnected_gradients)
+
+    def batch_jacobian(self, target, source, unconnected_gradients="none",
+                       parallel_iterations=None, experimental_use_pfor=True):
+        """TF's batch_jacobian: d target[b, i...] / d source[b, j...] for each example b of
+        the first axis, shaped [B] + target.shape[1:] + source.shape[1:] (rows of different
+        examples are assumed independent, as in TF). Shapes must be fully known."""
+        from ..dispatch import convert_to_tensor
+        ops = _ops()
+        t = convert_to_tensor(target)
+        if not t.shape or not getattr(source, "shape", None) or \
+                t.shape[0] != source.shape[0] or None in t.shape or None in source.shape:
+            raise ValueError(f"GradientTape.batch_jacobian: target and source need the same "
+                             f"known first (batch) dimension and known shapes, got "
+                             f"{list(t.shape)} and {list(getattr(source, 'shape', ()))}")
+        jac = self.jacobian(t, source, unconnected_gradients)
+        if jac is None:
+            return None
+        b = t.shape[0]
+        ny = int(np.prod(t.shape[1:], dtype=np.int64))
+        nx = int(np.prod(source.shape[1:], dtype=np.int64))
+        blocks = ops["reshape"](ops["transpose"](ops["reshape"](jac, [b, ny, b, nx]),
+                                                 [0, 2, 1, 3]), [b * b, ny, nx])
+        diag = ops["gather"](blocks, convert_to_tensor(np.arange(b, dtype=np.int32) * (b + 1)))
+        return ops["reshape"](diag, [b] + list(t.shape[1:]) + list(source.shape[1:]))
 
     def stop_recording(self):
         """Context manager: ops inside are not recorded."""
@@ -154,9 +179,16 @@ class GradientTape:
             _check_source(s)
         graph = context.current_graph()
         before = {id(op) for op in graph.operations} if graph is not None else None
-        with _Paused(self):
-            grads = backward(self._records, targets, ogs)
+        if self._persistent and not self._paused and \
+                self in getattr(self, "_recording_in", ()):
+            # inside its own block, a persistent tape records the gradient's ops too, so a
+            # second gradient() of this one gives higher derivatives (as TF's)
+            grads = backward(list(self._records), targets, ogs)
             flat = [_result(grads, s, unconnected_gradients) for s in flat_sources]
+        else:
+            with _Paused(self):
+                grads = backward(self._records, targets, ogs)
+                flat = [_result(grads, s, unconnected_gradients) for s in flat_sources]
         if graph is not None:
             _prune_unused(graph, before, flat)
         return nest.pack_as(sources, flat) if nest.is_nest(sources) else flat[0]
@@ -240,6 +272,12 @@ def backward(records, targets, ogs):
     ops = _ops()
     grads = {}
     for t, g in zip(targets, ogs):
+        if hasattr(t, "_resolve_in") and _differentiable(t):
+            # a Variable target stands for itself, as TF's handle does: d v / d v = ones,
+            # not the gradient of a fresh (unrecorded) read of it
+            accumulate(grads, t, ops["ones"](list(t.shape), t.dtype) if g is None
+                       else convert_to_tensor(g, t.dtype))
+            continue
         t = convert_to_tensor(t) if type(t) is not Tensor else t
         if not _differentiable(t):
             continue          # an integer target has no gradient (as in TF)

@@ -119,9 +119,16 @@ _unary("square", np.square, "({0} * {0})", vjp=lambda g, o, x: g * 2 * x)
 _unary("exp", _quiet(np.exp), "exp({0})", FLOAT, vjp=lambda g, o, x: g * o)
 _unary("log", _quiet(np.log), "log({0})", FLOAT, vjp=lambda g, o, x: g / x)
 _unary("log1p", _quiet(np.log1p), "log1p({0})", FLOAT, vjp=lambda g, o, x: g / (1 + x))
-_unary("sqrt", _quiet(np.sqrt), "sqrt({0})", FLOAT, vjp=lambda g, o, x: g * 0.5 / o)
+def _zero_where_no_grad(g, dx):
+    """dx, but 0 where the incoming gradient is 0, as TF's SqrtGrad/RsqrtGrad: so
+    where(x > 0, sqrt(x), 0) has gradient 0, not NaN, where x <= 0."""
+    return P["where"](P["equal"](g, 0), _zero(g), dx)
+
+
+_unary("sqrt", _quiet(np.sqrt), "sqrt({0})", FLOAT,
+       vjp=lambda g, o, x: _zero_where_no_grad(g, g * 0.5 / o))
 _unary("rsqrt", _quiet(lambda x: 1 / np.sqrt(x)), "(1 / sqrt({0}))", FLOAT,
-       vjp=lambda g, o, x: g * -0.5 * o / x)
+       vjp=lambda g, o, x: _zero_where_no_grad(g, g * -0.5 * o / x))
 _unary("sin", np.sin, "sin({0})", FLOAT, vjp=lambda g, o, x: g * P["cos"](x))
 _unary("cos", np.cos, "cos({0})", FLOAT, vjp=lambda g, o, x: -g * P["sin"](x))
 _unary("tan", _quiet(np.tan), "tan({0})", FLOAT, vjp=lambda g, o, x: g * (1 + o * o))
