@@ -127,6 +127,7 @@ def train(epochs=8, batch=100, backend="auto", out=sys.stdout, checkpoint_dir=No
             manager.save(checkpoint_number=epoch)
     if writer is not None:
         writer.close()
+    # 2: the first trace made the optimizer's slots, so it was traced again (as in TF)
     print(f"train_step traced {train_step.tracing_count} time(s); final training accuracy "
           f"{acc:.3f}", file=out)
     return acc

@@ -43,6 +43,7 @@ class Function(TraceCache, HotEntries):
         self._general = []                         # (key with None dims, ConcreteFunction)
         self._concrete = []                        # every live trace, in trace order
         self._traced = 0                           # traces made, evicted ones included
+        self._discarded = 0                        # variable-creating traces, traced again
         self._last_key = None
         self._scalar_args = set()                  # Python scalar args passed as tensors
         self._keep_scalars = set()                 # ... and those whose tensor trace failed
@@ -299,6 +300,7 @@ class Function(TraceCache, HotEntries):
                 if self._created_variables:
                     raise _variables_again(self._name)
                 self._created_variables = True
+                self._discarded += 1
             cf, created = trace(fn, self._name, key, values, self._signature, self._backend)
             if created:
                 raise _variables_again(self._name)
@@ -313,7 +315,9 @@ class Function(TraceCache, HotEntries):
     # -- introspection ---------------------------------------------------------------------
     @property
     def tracing_count(self):
-        return self._traced
+        """Traces made: a first trace that created variables and was traced again counts
+        as one more (TF's count: 2 for the `if self.w is None` idiom's first call)."""
+        return self._traced + self._discarded
 
     def experimental_get_tracing_count(self):
         return self.tracing_count

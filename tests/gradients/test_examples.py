@@ -24,7 +24,7 @@ def test_train_mlp_reaches_95_percent():
     acc = load("train_mlp").train(epochs=8, out=out)
     assert acc >= 0.95
     text = out.getvalue()
-    assert "epoch 8/8" in text and "accuracy" in text and "traced 1 time(s)" in text
+    assert "epoch 8/8" in text and "accuracy" in text and "traced 2 time(s)" in text
 
 
 def test_mlp_compiled_step_matches_eager_step():

@@ -67,7 +67,7 @@ def test_sgd_matches_numpy(compiled, momentum, nesterov):
     np.testing.assert_allclose(b, eb, rtol=1e-10)
     assert int(opt.iterations.numpy()) == 7
     if compiled:
-        assert fn.tracing_count == 1
+        assert fn.tracing_count == 2     # slots made in the first trace: traced again, as TF
 
 
 @pytest.mark.parametrize("compiled", [False, True])
@@ -163,7 +163,7 @@ def test_lazily_built_model_and_slots_in_one_compiled_step():
         vel = 0.9 * vel - 0.05 * g
         w = w + vel
     np.testing.assert_allclose(model.w.numpy()[:, 0], w, rtol=1e-10)
-    assert step.tracing_count == 1 and len(opt.variables()) == 2
+    assert step.tracing_count == 2 and len(opt.variables()) == 2
 
 
 def test_keras3_apply_and_build():

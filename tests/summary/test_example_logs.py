@@ -21,7 +21,7 @@ def test_train_mlp_writes_tensorboard_logs(tmp_path):
     assert loss[-1][1] < loss[0][1]
     acc = scalars(ea, "accuracy")
     assert [s for s, _ in acc] == [1, 2] and 0.5 < acc[-1][1] <= 1.0
-    assert "traced 1 time(s)" in out.getvalue()
+    assert "traced 2 time(s)" in out.getvalue()
     w0 = hist_counts(ea, "w0:0")               # the variable's name, as TF's: w0:0
     assert [(s, c) for s, c, _ in w0] == [(1, 16 * 64), (2, 16 * 64)]
     assert any(n.endswith("matmul_0") for n in node_names(ea))
