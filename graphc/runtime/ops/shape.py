@@ -477,44 +477,46 @@ def _tile_dynamic(x, multiples):
 
 
 # -- check_shape: a shape equality that only the run time can decide --------------------------
-def _check_shape_infer(types, message, drop):
+def _check_shape_infer(types, message, drop, lead=0):
     x, s = types
     check_kind("check_shape", s, INTEGER, "shape")
-    if s.ndim != 1 or s.shape[0] is None or s.shape[0] - drop != x.ndim:
+    if s.ndim != 1 or s.shape[0] is None or s.shape[0] - drop - lead != x.ndim:
         raise ValueError(f"check_shape: shape vector {s} does not fit {x} (dropping {drop})")
     return [x]
 
 
-def _check_shape_impl(x, dims, message, drop):
+def _check_shape_impl(x, dims, message, drop, lead=0):
     full = [int(d) for d in dims]
-    if list(np.shape(x)) != full[:len(full) - drop]:
+    if list(np.shape(x)) != full[lead:len(full) - drop]:
         raise InvalidArgumentError(message.format(got=_dims(np.shape(x)), full=_dims(full)))
     return x
 
 
 register("check_shape", _check_shape_infer, _check_shape_impl, kind=OPAQUE,
-         vjp=lambda gs, outs, ins, message, drop: [gs[0], None])
+         vjp=lambda gs, outs, ins, message, drop, lead=0: [gs[0], None])
 
 
-def check_shape(x, like, message, drop=0):
-    """`x`, which must have the shape of `like` without its last `drop` dims: a ValueError
-    with `message` ({got}: x's shape, {full}: like's) where the static shapes already
-    differ; where None dims leave it open, the check_shape op, which raises
+def check_shape(x, like, message, drop=0, lead=0):
+    """`x`, which must have the shape of `like` without its first `lead` and last `drop`
+    dims: a ValueError with `message` ({got}: x's shape, {full}: like's) where the static
+    shapes already differ; where None dims leave it open, the check_shape op, which raises
     InvalidArgumentError with the same words when the graph runs; else `x` as it is."""
-    rank = len(like.shape) - drop
-    want = tuple(like.shape)[:rank]
+    rank = len(like.shape) - drop - lead
+    want = tuple(like.shape)[lead:lead + rank]
     if rank < 0 or len(x.shape) != rank or any(
             a is not None and b is not None and a != b for a, b in zip(x.shape, want)):
         raise ValueError(message.format(got=_dims(x.shape), full=_dims(like.shape)))
     if None not in x.shape and None not in want:
         return x
-    return bind("check_shape", x, shape(like), message=message, drop=int(drop))
+    extra = {"lead": int(lead)} if lead else {}      # graphs without it read as lead=0
+    return bind("check_shape", x, shape(like), message=message, drop=int(drop), **extra)
 
 
 PUBLIC = dict(reshape=reshape, transpose=transpose, expand_dims=expand_dims, squeeze=squeeze,
               concat=concat, stack=stack, unstack=unstack,
               shape=shape, size=size, broadcast_to=broadcast_to, tile=tile)
 
-from . import indexing  # noqa: E402  (getitem, gather, one_hot: built on the ops above)
-
+from . import indexing, selection  # noqa: E402  (getitem, gather, one_hot, boolean_mask:
+#                                                built on the ops above)
 PUBLIC.update(indexing.PUBLIC)
+PUBLIC.update(selection.PUBLIC)
