@@ -13,7 +13,7 @@ from ..registry import register, SHAPE, OPAQUE
 from ..static_value import static_value
 from ..tensor import OPS, Tensor
 from ._rules import INTEGER, _dims, check_kind, same_dtype, tensor
-from .reduce import static_int, normalize_axis, normalize_axes, run_checked
+from .reduce import static_int, static_ints, normalize_axis, normalize_axes, run_checked
 
 
 def _prod(dims):
@@ -22,8 +22,9 @@ def _prod(dims):
 
 def _shape_arg(op, shape, allow_minus_one=False):
     """A shape argument -> (template of int|None, int32 shape tensor or None when static)."""
-    if type(shape) is Tensor and not shape.is_symbolic:
-        shape = shape.numpy().tolist()
+    known = static_value(shape) if type(shape) is Tensor and shape.ndim == 1 else None
+    if known is not None:
+        shape = known.tolist()      # concrete, or known while tracing: static dims
     if isinstance(shape, np.ndarray):       # tf.reshape(x, np.array([3, 2])) works too
         shape = shape.tolist()
     if type(shape) is Tensor:
@@ -177,9 +178,7 @@ def transpose(a, perm=None, name=None):
     if perm is None:
         perm = tuple(reversed(range(x.ndim)))
     else:
-        if type(perm) is Tensor and not perm.is_symbolic:
-            perm = perm.numpy().tolist()
-        perm = tuple(static_int("transpose", p, "perm entry") for p in perm)
+        perm = tuple(static_ints("transpose", perm, "perm"))
         perm = tuple(p + x.ndim if -x.ndim <= p < 0 else p for p in perm)
     return bind("transpose", x, perm=perm)
 
@@ -203,8 +202,9 @@ register("expand_dims", _expand_infer, _expand_impl, kind=SHAPE,
 def expand_dims(input, axis, name=None):
     """Insert a size-1 axis at `axis` (in [-rank-1, rank])."""
     x = convert_to_tensor(input)
-    if isinstance(axis, (list, tuple, np.ndarray)) and np.size(axis) == 1:
-        axis = np.ravel(axis)[0]             # TF takes a one-element axis list too
+    if isinstance(axis, (list, tuple, np.ndarray)) and np.size(axis) == 1 or \
+            type(axis) is Tensor and axis.ndim == 1 and axis.shape[0] == 1:
+        axis = static_ints("expand_dims", axis)[0]   # TF takes a one-element axis list too
     return bind("expand_dims", x, axis=normalize_axis("expand_dims", axis, x.ndim + 1))
 
 
