@@ -1,4 +1,4 @@
-"""gc.where(condition), gc.boolean_mask and batched gathers on the cuda backend: the
+"""gc.where(condition), gc.boolean_mask and gather with batch_dims on the cuda backend: the
 data-dependent ops run their numpy rule on the host (a fallback) and the ops around them
 stay on the device; the results are numpy's and eager's."""
 import numpy as np
@@ -51,3 +51,23 @@ def test_boolean_mask_gradient_agrees_with_numpy():
     with pytest.raises(InvalidArgumentError, match="mask of shape") as e:
         gc.function(_grad, backend="cuda", input_signature=sig)(X, m[:2]).numpy()
     assert "test_cuda_selection.py" in str(e.value)
+
+
+def test_batch_gather_and_its_gradient_agree_with_numpy(cuda_stats):
+    p = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    idx = np.array([[0, 3, 3], [1, 1, 2]], np.int32)
+
+    def fn(x, i):
+        with gc.GradientTape() as tape:
+            tape.watch(x)
+            y = gc.gather(x, i, axis=2, batch_dims=1) * 2.0
+            loss = gc.reduce_sum(y * y)
+        return y, tape.gradient(loss, x)
+    want = gc.function(fn, backend="numpy")(p, idx)
+    with cuda_stats.count():
+        got = gc.function(fn, backend="cuda")(p, idx)
+    assert cuda_stats.fallbacks >= 2          # batch_gather and its scatter: on the host
+    _same(got, want)
+    _same(got, fn(gc.constant(p), gc.constant(idx)))
+    with pytest.raises(InvalidArgumentError, match="out of range"):
+        gc.function(fn, backend="cuda")(p, idx + 1)[0].numpy()

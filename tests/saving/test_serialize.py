@@ -110,7 +110,9 @@ def selection(x, n):
     with gc.GradientTape() as tape:
         tape.watch(rows)
         kept = gc.boolean_mask(rows, gc.reduce_sum(rows, axis=1) > 0.0)
-        loss = gc.reduce_sum(kept * kept)
+        picked = gc.gather(rows, gc.zeros_like(gc.cast(rows, gc.int32)) + [2, 0, 1],
+                           batch_dims=1)
+        loss = gc.reduce_sum(kept * kept) + gc.reduce_sum(picked * rows)
     return gc.where(x > 0.0), gc.exp(kept) * 2.0 - 1.0, tape.gradient(loss, rows)
 
 
