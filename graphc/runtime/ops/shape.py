@@ -238,8 +238,10 @@ def squeeze(input, axis=None, name=None):
             raise ValueError(f"squeeze: shape {_dims(x.shape)} has unknown dimensions, so which "
                              "axes have size 1 is not known while tracing; pass axis=...")
         axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
-    else:
-        axes = normalize_axes("squeeze", axis, x.ndim)
+    else:       # as TF, an axis named twice ([0, 0] or [0, -2]) is squeezed once
+        items = static_ints("squeeze", axis) if isinstance(axis, (list, tuple, np.ndarray)) \
+            or type(axis) is Tensor and axis.ndim == 1 else [axis]
+        axes = tuple(sorted({normalize_axis("squeeze", a, x.ndim) for a in items}))
     return bind("squeeze", x, axis=axes)
 
 
@@ -300,8 +302,11 @@ def stack(values, axis=0, name=None):
         # as TF, Python numbers alone are converted together: stack([1, 2.5]) is float32
         values = [constant(v, convert_to_tensor(values).dtype) for v in values]
     xs = convert_like(values, "stack")
-    if not xs:
-        raise ValueError("stack: needs at least one tensor")
+    if not xs:      # TF: stack([]) is an empty float32 vector (other axes fail in TF too)
+        if static_int("stack", axis) not in (0, -1):
+            raise ValueError(f"stack: axis {axis} is out of range for stacking no tensors "
+                             "(the result is a float32 vector of size 0)")
+        return constant(np.zeros(0, np.float32))
     first = xs[0]
     same_dtype("stack", [x.type for x in xs])
     for x in xs[1:]:
