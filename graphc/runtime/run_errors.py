@@ -13,7 +13,7 @@ from .context import format_location
 
 # (op types, words in the message) -> how to fix it
 _FIXES = [
-    (("gather", "getitem", "getitem_grad"), ("out of", "index"),
+    (("gather", "batch_gather", "getitem", "getitem_grad"), ("out of", "index"),
      "Fix: keep every index inside the dimension (e.g. gc.clip_by_value(i, 0, n - 1)), or "
      "check it first with `assert`."),
     (("reshape",), ("reshape",),

@@ -238,8 +238,38 @@ class Tensor:
     def __gt__(self, o): return OPS["greater"](self, o)
     def __ge__(self, o): return OPS["greater_equal"](self, o)
     # as TF: comparing with None is False / True (not an error), elementwise otherwise
-    def __eq__(self, o): return False if o is None else OPS["equal"](self, o)
-    def __ne__(self, o): return True if o is None else OPS["not_equal"](self, o)
+    def __eq__(self, o): return False if o is None else _compare("equal", self, o)
+    def __ne__(self, o): return True if o is None else _compare("not_equal", self, o)
+
+
+def _compare(op, x, o):
+    """`x == o` / `x != o`: elementwise, except that shapes which cannot broadcast give a
+    scalar False / True, as TF's Tensor.__eq__ (tf.equal raises). Only where the static
+    shapes decide it: with None dims left open, the op's run-time error stays."""
+    try:
+        return OPS[op](x, o)
+    except ValueError:
+        if not _never_broadcast(op, x, o):
+            raise
+    from .dispatch import constant
+    return constant(op == "not_equal")
+
+
+def _never_broadcast(op, x, o):
+    """Whether `o` converts to x's dtype and the static shapes cannot broadcast."""
+    from .dispatch import convert_like
+    from .ops._rules import broadcast_shapes
+    try:
+        a, b = convert_like([x, o], op)
+    except (TypeError, ValueError):
+        return False
+    if a.dtype is not b.dtype:
+        return False
+    try:
+        broadcast_shapes(op, a.shape, b.shape)
+    except ValueError:
+        return True
+    return False
 
 
 # numpy ufunc -> (operator, reflected operator) of Tensor, for `ndarray <op> tensor`

@@ -247,6 +247,25 @@ def test_second_derivative_through_indexing():
         np.testing.assert_allclose(second, [12 * 0.5, 0.0, 6 * 2.0])
 
 
+@pytest.mark.parametrize("axis,batch_dims", [(1, 1), (2, 1), (2, 2)])
+def test_batch_gather(axis, batch_dims):
+    """gather with batch_dims ("batch_gather"), and its scatter ("batch_gather_grad")
+    differentiated in turn with respect to the upstream gradient."""
+    x = data((2, 3, 4), 11)
+    idx = np.array([[0, 2, 2], [1, 0, 1]]) if batch_dims == 1 else \
+        np.array([[0, 3, 3], [1, 1, 2]])          # batch dims [2, 3]: one index each
+    check_gradients(lambda t: gc.gather(t, idx, axis=axis, batch_dims=batch_dims), [x])
+    up_shape = np.shape(gc.gather(x, idx, axis=axis, batch_dims=batch_dims))
+
+    def scatter(w):
+        p = gc.constant(x)
+        with gc.GradientTape() as tape:
+            tape.watch(p)
+            y = gc.reduce_sum(gc.gather(p, idx, axis=axis, batch_dims=batch_dims) * w)
+        return tape.gradient(y, p) * gc.constant(data((2, 3, 4), 12))
+    check_gradients(scatter, [data(up_shape, 13)])
+
+
 def test_only_needed_gradients_reach_the_graph():
     """Gradients toward unwatched inputs (data, constants) are neither computed by matmul's
     rule nor left behind as dead ops."""
@@ -277,6 +296,8 @@ DYNAMIC = {
     "broadcast": lambda x: x * gc.constant(np.arange(3.0)),
     "getitem": lambda x: x[1:, ::2],
     "gather": lambda x: gc.gather(x, [0, 0], axis=0),
+    "batch_gather": lambda x: gc.gather(x, gc.cast(x[:, :2] * 0.0, gc.int32) + [2, 0],
+                                        batch_dims=1),
     "transpose": lambda x: gc.transpose(x) * gc.transpose(x),
     "squeeze": lambda x: gc.squeeze(gc.expand_dims(x, 0), 0) ** 2.0,
     "softmax": lambda x: gc.nn.softmax(x, axis=0),

@@ -273,3 +273,19 @@ def test_stack_of_python_numbers_takes_their_common_dtype_as_in_tf():
     assert_same(gc.stack([1, 2]), np.array([1, 2], np.int32))
     assert_same(gc.function(lambda: gc.stack([True, False]), backend="numpy")(),
                 np.array([True, False]))
+
+
+def test_empty_stack_and_repeated_squeeze_axes_as_tf():
+    # TF 2.21: tf.stack([]) is float32 [] of shape (0,); tf.squeeze(x, [0, 0]) and
+    # tf.squeeze(x, [0, -2]) squeeze axis 0 once (an axis named twice is not an error)
+    for run in (lambda fn: fn(), lambda fn: gc.function(fn, backend="numpy")()):
+        assert_same(run(lambda: gc.stack([])), np.zeros(0, np.float32))
+        assert_same(run(lambda: gc.stack([], axis=-1)), np.zeros(0, np.float32))
+    x = np.arange(3, dtype=np.float32).reshape(1, 3)
+    check(lambda t: gc.squeeze(t, [0, 0]), x[0], x)
+    check(lambda t: gc.squeeze(t, [0, -2]), x[0], x)
+    check(lambda t: gc.squeeze(t, gc.constant([0, 0])), x[0], x)
+    with pytest.raises(ValueError, match="stack: axis 1 is out of range for stacking no "):
+        gc.stack([], axis=1)                    # TF fails too (an IndexError inside it)
+    with pytest.raises(ValueError, match="squeeze: cannot squeeze axis 1"):
+        gc.squeeze(x, [0, 1, 0])

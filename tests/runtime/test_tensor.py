@@ -196,6 +196,35 @@ def test_comparing_with_none_is_a_python_bool_as_tf():
     np.testing.assert_array_equal((t == 2).numpy(), [False, True])
 
 
+def test_operator_eq_of_shapes_that_cannot_broadcast_is_false_as_tf():
+    # TF 2.21: tf.constant([1, 2, 3]) == tf.constant([1, 2]) is a scalar False (and != True),
+    # eagerly and in tf.function; tf.equal raises, as gc.equal does
+    a, b = gc.constant([1, 2, 3]), gc.constant([1, 2])
+    f = gc.function(lambda x, y: (x == y, x != y, x == [1, 2],
+                                  np.ones((3, 2)) == gc.cast(x, gc.float64)[:, None]),
+                    backend="numpy")
+    for eq, ne, eq_list, eq_np in (((a == b), (a != b), (a == [1, 2]),
+                                    np.ones((3, 2)) == gc.cast(a, gc.float64)[:, None]), f(a, b)):
+        assert eq.dtype == gc.bool and eq.shape == () and not bool(eq)
+        assert ne.shape == () and bool(ne) and eq_list.shape == () and not bool(eq_list)
+        assert eq_np.shape == (3, 2)                        # broadcastable: elementwise
+    assert not bool(gc.ones([2, 3]) == gc.ones([3, 2]))
+    assert not bool(gc.ones([2, 3]) == np.ones((3, 2), np.float32))
+    with pytest.raises(ValueError, match="equal: incompatible shapes"):
+        gc.equal(a, b)
+    with pytest.raises(TypeError, match="different dtypes"):      # TF raises for dtypes too
+        gc.constant([1, 2, 3]) == gc.constant([1.0, 2.0])
+    # with None dims the shapes are not decided while tracing: the run-time error stays
+    g = gc.function(lambda x, y: x == y, backend="numpy",
+                    input_signature=[gc.TensorSpec([None], gc.int32)] * 2)
+    with pytest.raises(gc.errors.InvalidArgumentError, match="equal"):
+        g(a, b)
+    h = gc.function(lambda x, y: x == y, backend="numpy",       # decided by the static 3 vs 2
+                    input_signature=[gc.TensorSpec([None, 3], gc.int32),
+                                     gc.TensorSpec([None, 2], gc.int32)])
+    assert not bool(h(np.ones((1, 3), np.int32), np.ones((1, 2), np.int32)))
+
+
 def test_numpy_functions_on_concrete_tensors_as_tf_eager_tensors():
     t = gc.constant([1.0, 4.0])
     assert np.sum(t) == 5.0 and np.max(t) == 4.0 and np.mean(t) == 2.5

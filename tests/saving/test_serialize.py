@@ -105,8 +105,20 @@ def gradients_unknown_dims(x, n):
     return tape.gradient(loss, v) * 2.0 + gc.tanh(v)      # a fused group on top
 
 
+def selection(x, n):
+    rows = x[: n % 2 + 1]                       # float32[?,3]: the mask's check runs at run time
+    with gc.GradientTape() as tape:
+        tape.watch(rows)
+        kept = gc.boolean_mask(rows, gc.reduce_sum(rows, axis=1) > 0.0)
+        picked = gc.gather(rows, gc.zeros_like(gc.cast(rows, gc.int32)) + [2, 0, 1],
+                           batch_dims=1)
+        loss = gc.reduce_sum(kept * kept) + gc.reduce_sum(picked * rows)
+    return gc.where(x > 0.0), gc.exp(kept) * 2.0 - 1.0, tape.gradient(loss, rows)
+
+
 X = np.array([[1.5, -0.5, 2.0], [0.25, 3.0, -1.0]], np.float32)
 CASES = [
+    ("selection", selection, lambda: (X, np.int32(1))),
     ("elementwise", elementwise, lambda: (NAN_INF, INTS)),
     ("shapes", shapes, lambda: (X, np.array([[1, -2], [0, 3]], np.int32))),
     ("control", control, lambda: (X, np.int32(4))),

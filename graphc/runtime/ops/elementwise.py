@@ -230,8 +230,14 @@ PUBLIC = {n: _public_binary(n) for n in _BINARY}
 PUBLIC.update({n: _public_unary(n) for n in _UNARY})
 
 
-def where(condition, x, y, name=None):
-    """Elementwise select: `x` where `condition` is true, else `y` (all three broadcast)."""
+def where(condition, x=None, y=None, name=None):
+    """Elementwise select: `x` where `condition` is true, else `y` (all three broadcast).
+    With `condition` alone, the int64 indices [num_true, rank] of its true (nonzero)
+    elements, as tf.where: a first dim known only when the graph runs."""
+    if x is None and y is None:
+        return bind("where_indices", convert_to_tensor(condition))
+    if x is None or y is None:
+        raise ValueError("where: x and y must both be given or both be None")
     c = convert_to_tensor(condition)
     a, b = convert_like([x, y], "where")
     return bind("where", c, a, b)

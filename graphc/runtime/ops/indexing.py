@@ -140,13 +140,24 @@ register("gather", _gather_infer, _gather_impl, kind=OPAQUE, vjp=_gather_vjp)
 
 
 def gather(params, indices, axis=None, batch_dims=0, name=None):
-    """Pick slices of `params` along `axis` (default 0) at the int `indices`."""
-    if batch_dims != 0:
-        raise ValueError("gather: only batch_dims=0 is supported")
+    """Pick slices of `params` along `axis` at the int `indices`, as tf.gather. With
+    `batch_dims` b > 0 (negative: counted from the rank of `indices`), the first b dims of
+    params and indices are batch dims, each batch gathering with its own indices; `axis`
+    defaults to b."""
     x = convert_to_tensor(params)
     idx = convert_to_tensor(indices)
-    return bind("gather", x, idx, axis=normalize_axis("gather", 0 if axis is None else axis,
-                                                      x.ndim))
+    b = static_int("gather", batch_dims, "batch_dims")
+    if not -idx.ndim <= b <= idx.ndim:      # TF's words
+        raise ValueError(f"gather: Expected batch_dims in the range [{-idx.ndim}, {idx.ndim}], "
+                         f"but got {b}")
+    b = b + idx.ndim if b < 0 else b
+    a = normalize_axis("gather", b if axis is None else axis, x.ndim)
+    if b == 0:
+        return bind("gather", x, idx, axis=a)
+    if b > a:
+        raise ValueError(f"gather: batch_dims ({b}) must be less than or equal to axis ({a}).")
+    from .gather_batched import batch_gather
+    return batch_gather(x, idx, axis=a, batch_dims=b)
 
 
 def _check_ids(ids, depth, what):

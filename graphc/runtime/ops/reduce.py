@@ -17,14 +17,38 @@ from ._rules import ANY, NUMERIC, BOOL, check_kind, tensor
 
 
 def static_int(op, value, what="axis"):
-    """A Python int from an int, numpy int or concrete scalar int tensor (else TypeError)."""
+    """A Python int from an int, numpy int or scalar int tensor whose value is known now:
+    concrete, or known while tracing (gc.constant, static shapes and pure ops of them).
+    Else TypeError; for a tensor known only when the graph runs, one that says so."""
     if type(value) is Tensor and value.dtype.is_integer and value.ndim == 0:
-        known = static_value(value)      # concrete, or known while tracing (gc.constant)
+        known = static_value(value)
         if known is not None:
             return int(known)
     if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
         return int(value)
+    if type(value) is Tensor and value.is_symbolic and value.dtype.is_integer:
+        raise TypeError(
+            f"{op}: {what} must be known while tracing, but {value!r} is computed only when "
+            f"the graph runs (from a function argument or another run-time value). Fix: "
+            f"pass a Python int, or pass the {what} to the gc.function as a Python int "
+            f"(not a tensor) so that it becomes part of the signature (one trace per value).")
     raise TypeError(f"{op}: {what} must be a Python int, got {value!r}")
+
+
+def static_ints(op, value, what="axis"):
+    """A list of Python ints from a list/tuple of ints or scalar tensors, a 1-D int array, or
+    a 1-D int tensor whose value is known now (see static_int); else TypeError."""
+    if type(value) is Tensor and value.ndim == 1 and value.dtype.is_integer:
+        known = static_value(value)
+        if known is None:
+            static_int(op, value, what)        # raises: known only when the graph runs
+        return [int(v) for v in known]
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{op}: {what} must be a list of ints or a 1-D int tensor, "
+                        f"got {value!r}")
+    return [static_int(op, v, f"{what} entry") for v in value]
 
 
 def normalize_axis(op, axis, ndim):
@@ -40,9 +64,10 @@ def normalize_axes(op, axis, ndim):
     """axis=None|int|list|tuple -> sorted tuple of distinct axes in [0, ndim)."""
     if axis is None:
         return tuple(range(ndim))
-    if type(axis) is Tensor and axis.ndim == 1 and static_value(axis) is not None:
-        axis = static_value(axis).tolist()
-    items = list(axis) if isinstance(axis, (list, tuple)) else [axis]
+    if type(axis) is Tensor and axis.ndim == 1 or isinstance(axis, (list, tuple, np.ndarray)):
+        items = static_ints(op, axis)
+    else:
+        items = [axis]
     axes = [normalize_axis(op, a, ndim) for a in items]
     if len(set(axes)) != len(axes):
         raise ValueError(f"{op}: axis {axis!r} names the same axis twice")

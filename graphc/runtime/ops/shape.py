@@ -13,7 +13,7 @@ from ..registry import register, SHAPE, OPAQUE
 from ..static_value import static_value
 from ..tensor import OPS, Tensor
 from ._rules import INTEGER, _dims, check_kind, same_dtype, tensor
-from .reduce import static_int, normalize_axis, normalize_axes, run_checked
+from .reduce import static_int, static_ints, normalize_axis, normalize_axes, run_checked
 
 
 def _prod(dims):
@@ -22,8 +22,9 @@ def _prod(dims):
 
 def _shape_arg(op, shape, allow_minus_one=False):
     """A shape argument -> (template of int|None, int32 shape tensor or None when static)."""
-    if type(shape) is Tensor and not shape.is_symbolic:
-        shape = shape.numpy().tolist()
+    known = static_value(shape) if type(shape) is Tensor and shape.ndim == 1 else None
+    if known is not None:
+        shape = known.tolist()      # concrete, or known while tracing: static dims
     if isinstance(shape, np.ndarray):       # tf.reshape(x, np.array([3, 2])) works too
         shape = shape.tolist()
     if type(shape) is Tensor:
@@ -177,9 +178,7 @@ def transpose(a, perm=None, name=None):
     if perm is None:
         perm = tuple(reversed(range(x.ndim)))
     else:
-        if type(perm) is Tensor and not perm.is_symbolic:
-            perm = perm.numpy().tolist()
-        perm = tuple(static_int("transpose", p, "perm entry") for p in perm)
+        perm = tuple(static_ints("transpose", perm, "perm"))
         perm = tuple(p + x.ndim if -x.ndim <= p < 0 else p for p in perm)
     return bind("transpose", x, perm=perm)
 
@@ -203,8 +202,9 @@ register("expand_dims", _expand_infer, _expand_impl, kind=SHAPE,
 def expand_dims(input, axis, name=None):
     """Insert a size-1 axis at `axis` (in [-rank-1, rank])."""
     x = convert_to_tensor(input)
-    if isinstance(axis, (list, tuple, np.ndarray)) and np.size(axis) == 1:
-        axis = np.ravel(axis)[0]             # TF takes a one-element axis list too
+    if isinstance(axis, (list, tuple, np.ndarray)) and np.size(axis) == 1 or \
+            type(axis) is Tensor and axis.ndim == 1 and axis.shape[0] == 1:
+        axis = static_ints("expand_dims", axis)[0]   # TF takes a one-element axis list too
     return bind("expand_dims", x, axis=normalize_axis("expand_dims", axis, x.ndim + 1))
 
 
@@ -238,8 +238,10 @@ def squeeze(input, axis=None, name=None):
             raise ValueError(f"squeeze: shape {_dims(x.shape)} has unknown dimensions, so which "
                              "axes have size 1 is not known while tracing; pass axis=...")
         axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
-    else:
-        axes = normalize_axes("squeeze", axis, x.ndim)
+    else:       # as TF, an axis named twice ([0, 0] or [0, -2]) is squeezed once
+        items = static_ints("squeeze", axis) if isinstance(axis, (list, tuple, np.ndarray)) \
+            or type(axis) is Tensor and axis.ndim == 1 else [axis]
+        axes = tuple(sorted({normalize_axis("squeeze", a, x.ndim) for a in items}))
     return bind("squeeze", x, axis=axes)
 
 
@@ -300,8 +302,11 @@ def stack(values, axis=0, name=None):
         # as TF, Python numbers alone are converted together: stack([1, 2.5]) is float32
         values = [constant(v, convert_to_tensor(values).dtype) for v in values]
     xs = convert_like(values, "stack")
-    if not xs:
-        raise ValueError("stack: needs at least one tensor")
+    if not xs:      # TF: stack([]) is an empty float32 vector (other axes fail in TF too)
+        if static_int("stack", axis) not in (0, -1):
+            raise ValueError(f"stack: axis {axis} is out of range for stacking no tensors "
+                             "(the result is a float32 vector of size 0)")
+        return constant(np.zeros(0, np.float32))
     first = xs[0]
     same_dtype("stack", [x.type for x in xs])
     for x in xs[1:]:
@@ -477,44 +482,46 @@ def _tile_dynamic(x, multiples):
 
 
 # -- check_shape: a shape equality that only the run time can decide --------------------------
-def _check_shape_infer(types, message, drop):
+def _check_shape_infer(types, message, drop, lead=0):
     x, s = types
     check_kind("check_shape", s, INTEGER, "shape")
-    if s.ndim != 1 or s.shape[0] is None or s.shape[0] - drop != x.ndim:
+    if s.ndim != 1 or s.shape[0] is None or s.shape[0] - drop - lead != x.ndim:
         raise ValueError(f"check_shape: shape vector {s} does not fit {x} (dropping {drop})")
     return [x]
 
 
-def _check_shape_impl(x, dims, message, drop):
+def _check_shape_impl(x, dims, message, drop, lead=0):
     full = [int(d) for d in dims]
-    if list(np.shape(x)) != full[:len(full) - drop]:
+    if list(np.shape(x)) != full[lead:len(full) - drop]:
         raise InvalidArgumentError(message.format(got=_dims(np.shape(x)), full=_dims(full)))
     return x
 
 
 register("check_shape", _check_shape_infer, _check_shape_impl, kind=OPAQUE,
-         vjp=lambda gs, outs, ins, message, drop: [gs[0], None])
+         vjp=lambda gs, outs, ins, message, drop, lead=0: [gs[0], None])
 
 
-def check_shape(x, like, message, drop=0):
-    """`x`, which must have the shape of `like` without its last `drop` dims: a ValueError
-    with `message` ({got}: x's shape, {full}: like's) where the static shapes already
-    differ; where None dims leave it open, the check_shape op, which raises
+def check_shape(x, like, message, drop=0, lead=0):
+    """`x`, which must have the shape of `like` without its first `lead` and last `drop`
+    dims: a ValueError with `message` ({got}: x's shape, {full}: like's) where the static
+    shapes already differ; where None dims leave it open, the check_shape op, which raises
     InvalidArgumentError with the same words when the graph runs; else `x` as it is."""
-    rank = len(like.shape) - drop
-    want = tuple(like.shape)[:rank]
+    rank = len(like.shape) - drop - lead
+    want = tuple(like.shape)[lead:lead + rank]
     if rank < 0 or len(x.shape) != rank or any(
             a is not None and b is not None and a != b for a, b in zip(x.shape, want)):
         raise ValueError(message.format(got=_dims(x.shape), full=_dims(like.shape)))
     if None not in x.shape and None not in want:
         return x
-    return bind("check_shape", x, shape(like), message=message, drop=int(drop))
+    extra = {"lead": int(lead)} if lead else {}      # graphs without it read as lead=0
+    return bind("check_shape", x, shape(like), message=message, drop=int(drop), **extra)
 
 
 PUBLIC = dict(reshape=reshape, transpose=transpose, expand_dims=expand_dims, squeeze=squeeze,
               concat=concat, stack=stack, unstack=unstack,
               shape=shape, size=size, broadcast_to=broadcast_to, tile=tile)
 
-from . import indexing  # noqa: E402  (getitem, gather, one_hot: built on the ops above)
-
+from . import indexing, selection  # noqa: E402  (getitem, gather, one_hot, boolean_mask:
+#                                                built on the ops above)
 PUBLIC.update(indexing.PUBLIC)
+PUBLIC.update(selection.PUBLIC)
