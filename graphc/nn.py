@@ -9,8 +9,9 @@ from .runtime.autodiff.tape import stop_gradient
 from .runtime.context import composite_errors, located_errors
 from .runtime.dispatch import convert_to_tensor
 from .runtime.ops import elementwise as _ew
-from .runtime.ops._rules import FLOAT, INTEGER, check_kind
-from .runtime.ops.reduce import PUBLIC as _R, normalize_axis
+from .runtime.dispatch import constant
+from .runtime.ops._rules import FLOAT, INTEGER, NUMERIC as _NUMERIC, check_kind
+from .runtime.ops.reduce import PUBLIC as _R, normalize_axis, normalize_axes
 from .runtime.ops.indexing import check_class_ids, one_hot as _one_hot
 
 _E = _ew.PUBLIC
@@ -133,9 +134,142 @@ def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=No
     return _E["negative"](_R["reduce_sum"](_E["multiply"](y, log_softmax(x, axis)), axis))
 
 
+@composite_errors("sigmoid_cross_entropy_with_logits")
+def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
+    """Per-element logistic loss, TF's stable formula max(x, 0) - x * z + log1p(exp(-|x|))
+    (written with TF's two `where`s on x >= 0, so the gradient at x = 0 is TF's too).
+    `labels` and `logits` must have one shape (no broadcasting), as in TF."""
+    op = "sigmoid_cross_entropy_with_logits"
+    x = _float(op, logits)
+    z = convert_to_tensor(labels) if type(labels) is type(x) or hasattr(labels, "_as_tensor") \
+        else convert_to_tensor(labels, x.dtype)
+    if tuple(z.shape) != tuple(x.shape) and None not in z.shape + x.shape:
+        raise ValueError(f"{op}: logits and labels must have the same shape, got "
+                         f"{list(x.shape)} and {list(z.shape)}")
+    from .runtime.ops.shape import check_shape
+    z = check_shape(z, x, f"{op}: labels of shape {{got}} and logits of shape {{full}} must "
+                    "have the same shape")
+    cond = _E["greater_equal"](x, 0.0)
+    relu_logits = _E["where"](cond, x, 0.0)
+    neg_abs = _E["where"](cond, _E["negative"](x), x)
+    return _E["add"](_E["subtract"](relu_logits, _E["multiply"](x, z)),
+                     _E["log1p"](_E["exp"](neg_abs)))
+
+
+@composite_errors("moments")
+def moments(x, axes, shift=None, keepdims=False, name=None):
+    """(mean, variance) of `x` over `axes`, as tf.nn.moments: the variance is the mean of
+    squared_difference(x, stop_gradient(mean)); `shift` is accepted and unused, as in TF 2."""
+    x = convert_to_tensor(x)
+    check_kind("moments", x.type, _NUMERIC)
+    ax = normalize_axes("moments", axes, x.ndim)
+    mean = _R["reduce_mean"](x, ax, keepdims=True)
+    dev = _E["square"](_E["subtract"](x, stop_gradient(mean)))
+    variance = _R["reduce_mean"](dev, ax, keepdims=True)
+    if not keepdims and ax:
+        from .runtime.ops.shape import squeeze
+        mean, variance = squeeze(mean, list(ax)), squeeze(variance, list(ax))
+    return mean, variance
+
+
+def l2_loss(t, name=None):
+    """sum(t ** 2) / 2, a scalar (floats only), as tf.nn.l2_loss."""
+    x = _float("l2_loss", t)
+    return _E["multiply"](_R["reduce_sum"](_E["square"](x)), 0.5)
+
+
+@composite_errors("silu")
+def silu(features, beta=1.0):
+    """features * sigmoid(beta * features) (floats), as tf.nn.silu / tf.nn.swish. The
+    sigmoid is written exp(-softplus(-u)): the same value, and a gradient that stays exact
+    where sigmoid's own (o / (1 + exp(-u)) underflows) would lose it, as TF's custom one."""
+    x = _float("silu", features)
+    one = isinstance(beta, (int, float)) and beta == 1.0
+    u = x if one else _E["multiply"](x, beta)
+    return _E["multiply"](x, _E["exp"](_E["negative"](softplus(_E["negative"](u)))))
+
+
+swish = silu
+
+
+@composite_errors("bias_add")
+def bias_add(value, bias, data_format=None, name=None):
+    """value + bias along the channel axis: the last one (data_format None or 'N...C'), or
+    axis 1 ('NC...'), as tf.nn.bias_add. `bias` is 1-D with the channel count; `value` has
+    rank >= 2 and `bias`'s dtype."""
+    op = "bias_add"
+    v = convert_to_tensor(value)
+    b = convert_to_tensor(bias) if type(bias) is type(v) or hasattr(bias, "_as_tensor") \
+        else convert_to_tensor(bias, v.dtype)
+    if data_format is not None and not (isinstance(data_format, str) and (
+            data_format.startswith("NC") or data_format.startswith("N")
+            and data_format.endswith("C"))):
+        raise ValueError(f"{op}: data_format must be of the form 'N...C' or 'NC...', got "
+                         f"{data_format!r}")
+    if v.ndim < 2:
+        raise ValueError(f"{op}: value must be at least 2-D, got shape {list(v.shape)}")
+    if b.ndim != 1:
+        raise ValueError(f"{op}: bias must be 1-D, got shape {list(b.shape)}")
+    channels_first = data_format is not None and data_format.startswith("NC")
+    c = 1 if channels_first else v.ndim - 1
+    if None not in (v.shape[c], b.shape[0]) and v.shape[c] != b.shape[0]:
+        raise ValueError(f"{op}: bias of size {b.shape[0]} must have one value per channel "
+                         f"(axis {c} of value's shape {list(v.shape)})")
+    if channels_first:
+        from .runtime.ops.shape import reshape
+        b = reshape(b, [-1] + [1] * (v.ndim - 2))
+    out = _E["add"](v, b)
+    from .runtime.ops.shape import check_shape
+    return check_shape(out, v, f"{op}: bias would broadcast value of shape {{full}} to {{got}}")
+
+
+@composite_errors("dropout")
+def dropout(x, rate, noise_shape=None, seed=None, name=None):
+    """Zero each element of `x` with probability `rate` and scale the rest by 1 / (1 - rate),
+    as tf.nn.dropout: the mask is a gc.random.uniform op (fresh on every call of a compiled
+    function), shaped `noise_shape` (None entries: x's dims) and broadcast to x. A Python
+    rate 0 returns `x` itself. The gradient flows through the kept elements, scaled."""
+    from .runtime.ops.random import uniform
+    from .runtime.ops.shape import shape as _shape
+    op = "dropout"
+    is_number = isinstance(rate, (int, float)) and not isinstance(rate, bool)
+    if is_number and not 0 <= rate < 1:
+        raise ValueError(f"{op}: rate must be a scalar tensor or a float in [0, 1), "
+                         f"got rate={rate}")
+    x = convert_to_tensor(x)
+    if not x.dtype.is_floating:
+        raise ValueError(f"{op}: x must be a floating point tensor, as it is scaled; got "
+                         f"dtype {x.dtype.name}")
+    if is_number and rate == 0:
+        return x
+    if is_number:
+        kept = _E["multiply"](x, convert_to_tensor(1.0 / (1.0 - rate), x.dtype))
+    else:
+        r = convert_to_tensor(rate)
+        if r.ndim != 0:
+            raise ValueError(f"{op}: rate must be a scalar, got shape {list(r.shape)}")
+        if r.dtype is not x.dtype:
+            if not r.dtype.is_floating:
+                raise ValueError(f"{op}: rate of dtype {r.dtype.name} must be a float, as x "
+                                 f"({x.dtype.name})")
+            raise ValueError(f"{op}: rate's dtype {r.dtype.name} must be x's "
+                             f"({x.dtype.name})")
+        rate = r
+        kept = _E["divide"](x, _E["subtract"](constant(1, x.dtype), r))
+    if noise_shape is None:
+        noise = list(x.shape) if None not in x.shape else _shape(x)
+    else:
+        items = list(noise_shape)
+        noise = [(x.shape[i] if x.shape[i] is not None else _shape(x)[i])
+                 if d is None and i < x.ndim else d for i, d in enumerate(items)]
+    keep = _E["greater_equal"](uniform(noise, dtype=x.dtype, seed=seed), rate)
+    return _E["where"](keep, kept, 0.0)
+
+
 __all__ = ["relu", "relu6", "leaky_relu", "elu", "gelu", "sigmoid", "softplus", "softmax",
            "log_softmax", "sparse_softmax_cross_entropy_with_logits",
-           "softmax_cross_entropy_with_logits"]
+           "softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits", "moments",
+           "l2_loss", "silu", "swish", "bias_add", "dropout"]
 
 # errors of these functions' own checks name the user's line while tracing, as ops' do
 globals().update({_n: located_errors(globals()[_n]) for _n in __all__})

@@ -17,6 +17,8 @@ for _extra in ("reduce", "shape", "linalg"):
 
 from . import compat  # noqa: E402  (identity, rank, add_n: composites of the above)
 PUBLIC.update(compat.PUBLIC)
+from . import math_extras  # noqa: E402  (norm, clip_by_norm, clip_by_global_norm; gc.math's)
+PUBLIC.update(math_extras.PUBLIC)
 # errors of an op's own argument checks name the user's line while tracing
 PUBLIC = {name: located_errors(fn) for name, fn in PUBLIC.items()}
 OPS.update(PUBLIC)

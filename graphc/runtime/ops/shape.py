@@ -521,7 +521,8 @@ PUBLIC = dict(reshape=reshape, transpose=transpose, expand_dims=expand_dims, squ
               concat=concat, stack=stack, unstack=unstack,
               shape=shape, size=size, broadcast_to=broadcast_to, tile=tile)
 
-from . import indexing, selection  # noqa: E402  (getitem, gather, one_hot, boolean_mask:
-#                                                built on the ops above)
+from . import indexing, selection, shape_extras  # noqa: E402  (getitem, gather, one_hot,
+#                               boolean_mask, split, pad, reverse: built on the ops above)
 PUBLIC.update(indexing.PUBLIC)
 PUBLIC.update(selection.PUBLIC)
+PUBLIC.update(shape_extras.PUBLIC)
