@@ -9,6 +9,12 @@ X = np.random.default_rng(0).normal(size=(8, 3))
 Y = X @ np.array([1.5, -2.0, 0.5]) + 0.3
 
 
+def tf_lr(lr):
+    """TF's rule: the learning rate is a float32 Variable, cast to a float64 model's dtype
+    (Keras 3: SGD(0.1) updates a float64 variable by 0.10000000149011612 * g)."""
+    return np.float64(np.float32(lr))
+
+
 def grad_np(w, b):
     err = X @ w + b - Y
     return 2 * X.T @ err / len(Y), np.array(2 * err.mean())
@@ -62,7 +68,7 @@ def train(opt, steps, compiled):
 def test_sgd_matches_numpy(compiled, momentum, nesterov):
     opt = gc.optimizers.SGD(0.05, momentum=momentum, nesterov=nesterov)
     w, b, fn = train(opt, 7, compiled)
-    ew, eb = sgd_np(7, 0.05, momentum, nesterov)
+    ew, eb = sgd_np(7, tf_lr(0.05), momentum, nesterov)
     np.testing.assert_allclose(w, ew, rtol=1e-10)
     np.testing.assert_allclose(b, eb, rtol=1e-10)
     assert int(opt.iterations.numpy()) == 7
@@ -74,7 +80,7 @@ def test_sgd_matches_numpy(compiled, momentum, nesterov):
 def test_adam_matches_numpy(compiled):
     opt = gc.optimizers.Adam(0.1)
     w, b, _ = train(opt, 9, compiled)
-    ew, eb = adam_np(9, 0.1)
+    ew, eb = adam_np(9, tf_lr(0.1))
     np.testing.assert_allclose(w, ew, rtol=1e-9)
     np.testing.assert_allclose(b, eb, rtol=1e-9)
     assert int(opt.iterations.numpy()) == 9
@@ -83,8 +89,9 @@ def test_adam_matches_numpy(compiled):
 def test_slots_are_created_once_inside_a_compiled_step():
     opt = gc.optimizers.Adam(0.01)
     _, _, fn = train(opt, 3, True)
-    assert len(opt.variables()) == 1 + 2 * 2       # iterations + (m, v) for two variables
+    assert len(opt.variables()) == 2 + 2 * 2   # iterations, learning rate + (m, v) for two
     assert opt.variables == opt.variables() and opt.variables[0] is opt.iterations  # Keras 3
+    assert opt.variables[1] is opt.learning_rate
     m = opt.get_slot(next(iter(opt._slots)), "m")
     assert m.trainable is False and np.any(m.numpy() != 0)
     with pytest.raises(KeyError, match="no slot 'velocity'"):
@@ -160,10 +167,10 @@ def test_lazily_built_model_and_slots_in_one_compiled_step():
     w, vel = np.zeros(3), np.zeros(3)
     for _ in range(7):
         g = 2 * X.T @ (X @ w - (Y - 0.3)) / len(Y)
-        vel = 0.9 * vel - 0.05 * g
+        vel = 0.9 * vel - tf_lr(0.05) * g
         w = w + vel
     np.testing.assert_allclose(model.w.numpy()[:, 0], w, rtol=1e-10)
-    assert step.tracing_count == 2 and len(opt.variables()) == 2
+    assert step.tracing_count == 2 and len(opt.variables()) == 3
 
 
 def test_keras3_apply_and_build():
@@ -172,7 +179,7 @@ def test_keras3_apply_and_build():
     w1, w2 = gc.Variable([1.0, 2.0]), gc.Variable([1.0, 2.0])
     a, b = gc.optimizers.Adam(0.1), gc.optimizers.Adam(0.1)
     b.build([w2])
-    assert len(b.variables) == 3 and len(a.variables) == 1
+    assert len(b.variables) == 4 and len(a.variables) == 2     # Keras 3: iteration, lr, m, v
     g = gc.constant([0.5, -1.0])
     a.apply_gradients([(g, w1)])
     b.apply([g], [w2])
