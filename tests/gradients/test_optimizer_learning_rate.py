@@ -171,3 +171,18 @@ def test_exponential_decay_staircase_and_errors():
         gc.optimizers.schedules.ExponentialDecay(0.1, 0, 0.5)
     with pytest.raises(NotImplementedError, match="must override `__call__"):
         gc.optimizers.SGD(gc.optimizers.schedules.LearningRateSchedule()).learning_rate
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_setting_the_rate_inside_a_compiled_step_is_an_assignment(compiled):
+    w = gc.Variable(1.0)
+    opt = gc.optimizers.SGD(0.5)
+
+    def step():
+        opt.apply_gradients([(gc.constant(1.0), w)])
+        opt.learning_rate = opt.learning_rate * 0.5     # halves the Variable on every call
+    step = gc.function(step) if compiled else step
+    for _ in range(3):
+        step()
+    assert float(w.numpy()) == 1.0 - 0.5 - 0.25 - 0.125
+    assert float(opt.learning_rate.numpy()) == 0.0625
