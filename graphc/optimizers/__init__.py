@@ -124,9 +124,9 @@ class Optimizer:
                              f"variable ({names}). Check that the loss depends on them and "
                              "that they were read inside the GradientTape.")
         iterations = self.iterations
-        lr = self.learning_rate     # once per update, before the counter moves (Keras)
-        if isinstance(lr, Variable):
-            lr = convert_to_tensor(lr)      # one read, each call of a compiled step
+        # once per update, before the counter moves (Keras); a Variable is read once, a
+        # callable's Python float becomes float32 before the cast to a variable's dtype (TF)
+        lr = convert_to_tensor(self.learning_rate)
         rates = {}                          # lr cast once per variable dtype
         checked, created = [], False
         for g, v in live:

@@ -95,6 +95,10 @@ def test_a_float64_model_gets_the_float32_rate_as_tf():
     opt = gc.optimizers.SGD(0.1)
     opt.apply_gradients([(gc.constant(1.0, gc.float64), w64)])
     assert float(w64.numpy()) == 0.8999999985098839        # TF's
+    for rate in (lambda: 0.1, gc.optimizers.schedules.ExponentialDecay(0.1, 2, 0.5)):
+        w64.assign(1.0)       # a callable's Python float and a schedule: the same, as TF
+        gc.optimizers.SGD(rate).apply_gradients([(gc.constant(1.0, gc.float64), w64)])
+        assert float(w64.numpy()) == 0.8999999985098839    # TF's
     w = gc.Variable(np.float32(1.0))
     opt.apply_gradients([(gc.constant(1.0), w)])           # float32 unchanged: 1 - 0.1
     assert w.numpy() == np.float32(1.0) - np.float32(0.1)
