@@ -3,8 +3,9 @@
 The learning rate is, as in Keras 3, a float32 non-trainable Variable made with the optimizer
 (`<name>/learning_rate`): `opt.learning_rate = 0.5` assigns it, so compiled train steps,
 which read it on every call, use the new rate; checkpoints save it beside the iteration
-counter. A float64 model gets it cast (0.1 -> 0.10000000149011612), as TF. It may instead be
-a `schedules.LearningRateSchedule` (called with the iteration counter) or a callable of no
+counter. A float64 model gets it cast (0.1 -> 0.10000000149011612), as TF, which also rounds
+SGD's momentum and Adam's beta powers so. It may instead be a
+`schedules.LearningRateSchedule` (called with the iteration counter) or a callable of no
 arguments, called on every update.
 
 Slot variables (momentum, Adam's moments) are created the first time a variable is updated,
@@ -227,6 +228,13 @@ def _initial_learning_rate(opt, value):
                     name=f"{opt}/learning_rate")
 
 
+def _tf_float(x):
+    """A Python-float hyperparameter as Keras 3 uses it in `ops.cast(x, variable.dtype)`:
+    TF converts it to float32 first, so a float64 model sees SGD's momentum 0.9 and Adam's
+    beta_1 0.9 (in its bias correction) as 0.8999999761581421."""
+    return float(np.float32(x))
+
+
 def _cast(value, dtype):
     """A number, tensor or Variable as a tensor of `dtype`."""
     t = convert_to_tensor(value) if isinstance(value, (Variable, Tensor)) else \
@@ -252,9 +260,10 @@ class SGD(Optimizer):
             var.assign_sub(lr * g)
             return
         v = self._slots[var]["momentum"]
-        new_v = self.momentum * v - lr * g
+        momentum = convert_to_tensor(_tf_float(self.momentum), var.dtype)
+        new_v = momentum * v - lr * g
         v.assign(new_v)
-        var.assign_add(self.momentum * new_v - lr * g if self.nesterov else new_v)
+        var.assign_add(momentum * new_v - lr * g if self.nesterov else new_v)
 
 
 class Adam(Optimizer):
@@ -276,7 +285,8 @@ class Adam(Optimizer):
     def _update(self, g, var, iterations, lr):
         dtype = var.dtype
         step = OPS["cast"](iterations + np.int64(1), dtype)
-        b1, b2 = convert_to_tensor(self.beta_1, dtype), convert_to_tensor(self.beta_2, dtype)
+        b1 = convert_to_tensor(_tf_float(self.beta_1), dtype)   # (1 - beta) below: exact
+        b2 = convert_to_tensor(_tf_float(self.beta_2), dtype)
         alpha = lr * OPS["sqrt"](1.0 - b2 ** step) / (1.0 - b1 ** step)
         m, v = self._slots[var]["m"], self._slots[var]["v"]
         new_m = m + (g - m) * (1.0 - self.beta_1)

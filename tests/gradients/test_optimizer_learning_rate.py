@@ -99,6 +99,20 @@ def test_a_float64_model_gets_the_float32_rate_as_tf():
         w64.assign(1.0)       # a callable's Python float and a schedule: the same, as TF
         gc.optimizers.SGD(rate).apply_gradients([(gc.constant(1.0, gc.float64), w64)])
         assert float(w64.numpy()) == 0.8999999985098839    # TF's
+    # TF rounds SGD's momentum and Adam's betas (in the bias correction) through float32
+    # too: TF's w64 after two steps with gradient 1 (Adam 0.5), as in TF
+    for make, grad, steps, expect in [
+            (lambda: gc.optimizers.SGD(0.1, momentum=0.9), 1.0, 2, 0.7099999980628491),
+            (lambda: gc.optimizers.SGD(0.1, momentum=0.9, nesterov=True), 1.0, 2,
+             0.5390000021904708),
+            (lambda: gc.optimizers.Adam(0.1), 1.0, 1, 0.9000009823084878),
+            (lambda: gc.optimizers.Adam(0.1, beta_1=0.8, beta_2=0.99, epsilon=1e-3), 0.5, 2,
+             0.8033588067465038)]:
+        w64.assign(1.0)
+        opt64 = make()
+        for _ in range(steps):
+            opt64.apply_gradients([(gc.constant(grad, gc.float64), w64)])
+        assert float(w64.numpy()) == expect
     w = gc.Variable(np.float32(1.0))
     opt.apply_gradients([(gc.constant(1.0), w)])           # float32 unchanged: 1 - 0.1
     assert w.numpy() == np.float32(1.0) - np.float32(0.1)

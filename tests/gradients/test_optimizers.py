@@ -11,7 +11,9 @@ Y = X @ np.array([1.5, -2.0, 0.5]) + 0.3
 
 def tf_lr(lr):
     """TF's rule: the learning rate is a float32 Variable, cast to a float64 model's dtype
-    (Keras 3: SGD(0.1) updates a float64 variable by 0.10000000149011612 * g)."""
+    (Keras 3: SGD(0.1) updates a float64 variable by 0.10000000149011612 * g); Python-float
+    hyperparameters that Keras passes to ops.cast (SGD's momentum, Adam's betas in their
+    powers) go through float32 too."""
     return np.float64(np.float32(lr))
 
 
@@ -27,8 +29,9 @@ def sgd_np(steps, lr, momentum, nesterov=False):
         for k, g in enumerate(grad_np(w, b)):
             p = [w, b][k]
             if momentum:
-                vel[k] = momentum * vel[k] - lr * g
-                p += momentum * vel[k] - lr * g if nesterov else vel[k]
+                mom = tf_lr(momentum)
+                vel[k] = mom * vel[k] - lr * g
+                p += mom * vel[k] - lr * g if nesterov else vel[k]
             else:
                 p -= lr * g
     return w, b
@@ -42,7 +45,8 @@ def adam_np(steps, lr, b1=0.9, b2=0.999, eps=1e-7):
             p = [w, b][k]
             m[k] = b1 * m[k] + (1 - b1) * g
             v[k] = b2 * v[k] + (1 - b2) * g * g
-            p -= lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t) * m[k] / (np.sqrt(v[k]) + eps)
+            alpha = lr * np.sqrt(1 - tf_lr(b2) ** t) / (1 - tf_lr(b1) ** t)
+            p -= alpha * m[k] / (np.sqrt(v[k]) + eps)
     return w, b
 
 
@@ -167,7 +171,7 @@ def test_lazily_built_model_and_slots_in_one_compiled_step():
     w, vel = np.zeros(3), np.zeros(3)
     for _ in range(7):
         g = 2 * X.T @ (X @ w - (Y - 0.3)) / len(Y)
-        vel = 0.9 * vel - tf_lr(0.05) * g
+        vel = tf_lr(0.9) * vel - tf_lr(0.05) * g
         w = w + vel
     np.testing.assert_allclose(model.w.numpy()[:, 0], w, rtol=1e-10)
     assert step.tracing_count == 2 and len(opt.variables()) == 3
