@@ -9,6 +9,14 @@ X = np.random.default_rng(0).normal(size=(8, 3))
 Y = X @ np.array([1.5, -2.0, 0.5]) + 0.3
 
 
+def tf_lr(lr):
+    """TF's rule: the learning rate is a float32 Variable, cast to a float64 model's dtype
+    (Keras 3: SGD(0.1) updates a float64 variable by 0.10000000149011612 * g); Python-float
+    hyperparameters that Keras passes to ops.cast (SGD's momentum, Adam's betas in their
+    powers) go through float32 too."""
+    return np.float64(np.float32(lr))
+
+
 def grad_np(w, b):
     err = X @ w + b - Y
     return 2 * X.T @ err / len(Y), np.array(2 * err.mean())
@@ -21,8 +29,9 @@ def sgd_np(steps, lr, momentum, nesterov=False):
         for k, g in enumerate(grad_np(w, b)):
             p = [w, b][k]
             if momentum:
-                vel[k] = momentum * vel[k] - lr * g
-                p += momentum * vel[k] - lr * g if nesterov else vel[k]
+                mom = tf_lr(momentum)
+                vel[k] = mom * vel[k] - lr * g
+                p += mom * vel[k] - lr * g if nesterov else vel[k]
             else:
                 p -= lr * g
     return w, b
@@ -36,7 +45,8 @@ def adam_np(steps, lr, b1=0.9, b2=0.999, eps=1e-7):
             p = [w, b][k]
             m[k] = b1 * m[k] + (1 - b1) * g
             v[k] = b2 * v[k] + (1 - b2) * g * g
-            p -= lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t) * m[k] / (np.sqrt(v[k]) + eps)
+            alpha = lr * np.sqrt(1 - tf_lr(b2) ** t) / (1 - tf_lr(b1) ** t)
+            p -= alpha * m[k] / (np.sqrt(v[k]) + eps)
     return w, b
 
 
@@ -62,7 +72,7 @@ def train(opt, steps, compiled):
 def test_sgd_matches_numpy(compiled, momentum, nesterov):
     opt = gc.optimizers.SGD(0.05, momentum=momentum, nesterov=nesterov)
     w, b, fn = train(opt, 7, compiled)
-    ew, eb = sgd_np(7, 0.05, momentum, nesterov)
+    ew, eb = sgd_np(7, tf_lr(0.05), momentum, nesterov)
     np.testing.assert_allclose(w, ew, rtol=1e-10)
     np.testing.assert_allclose(b, eb, rtol=1e-10)
     assert int(opt.iterations.numpy()) == 7
@@ -74,7 +84,7 @@ def test_sgd_matches_numpy(compiled, momentum, nesterov):
 def test_adam_matches_numpy(compiled):
     opt = gc.optimizers.Adam(0.1)
     w, b, _ = train(opt, 9, compiled)
-    ew, eb = adam_np(9, 0.1)
+    ew, eb = adam_np(9, tf_lr(0.1))
     np.testing.assert_allclose(w, ew, rtol=1e-9)
     np.testing.assert_allclose(b, eb, rtol=1e-9)
     assert int(opt.iterations.numpy()) == 9
@@ -83,8 +93,9 @@ def test_adam_matches_numpy(compiled):
 def test_slots_are_created_once_inside_a_compiled_step():
     opt = gc.optimizers.Adam(0.01)
     _, _, fn = train(opt, 3, True)
-    assert len(opt.variables()) == 1 + 2 * 2       # iterations + (m, v) for two variables
+    assert len(opt.variables()) == 2 + 2 * 2   # iterations, learning rate + (m, v) for two
     assert opt.variables == opt.variables() and opt.variables[0] is opt.iterations  # Keras 3
+    assert opt.variables[1] is opt.learning_rate
     m = opt.get_slot(next(iter(opt._slots)), "m")
     assert m.trainable is False and np.any(m.numpy() != 0)
     with pytest.raises(KeyError, match="no slot 'velocity'"):
@@ -160,10 +171,10 @@ def test_lazily_built_model_and_slots_in_one_compiled_step():
     w, vel = np.zeros(3), np.zeros(3)
     for _ in range(7):
         g = 2 * X.T @ (X @ w - (Y - 0.3)) / len(Y)
-        vel = 0.9 * vel - 0.05 * g
+        vel = tf_lr(0.9) * vel - tf_lr(0.05) * g
         w = w + vel
     np.testing.assert_allclose(model.w.numpy()[:, 0], w, rtol=1e-10)
-    assert step.tracing_count == 2 and len(opt.variables()) == 2
+    assert step.tracing_count == 2 and len(opt.variables()) == 3
 
 
 def test_keras3_apply_and_build():
@@ -172,7 +183,7 @@ def test_keras3_apply_and_build():
     w1, w2 = gc.Variable([1.0, 2.0]), gc.Variable([1.0, 2.0])
     a, b = gc.optimizers.Adam(0.1), gc.optimizers.Adam(0.1)
     b.build([w2])
-    assert len(b.variables) == 3 and len(a.variables) == 1
+    assert len(b.variables) == 4 and len(a.variables) == 2     # Keras 3: iteration, lr, m, v
     g = gc.constant([0.5, -1.0])
     a.apply_gradients([(g, w1)])
     b.apply([g], [w2])

@@ -58,11 +58,13 @@ def test_optimizer_children_and_slot_paths():
     net, opt = Dense(2), gc.optimizers.Adam(0.1)
     holder = gc.Module()
     holder.net, holder.opt = net, opt
-    assert trackable.children(opt) == []          # nothing made before the first update
+    # the learning rate Variable is made with the optimizer, the counter on the first update
+    assert trackable.children(opt) == [("learning_rate", opt.learning_rate)]
     opt.apply_gradients([(np.ones((2, 2), np.float32), net.w)])
-    assert [n for n, _ in trackable.children(opt)] == ["iterations"]
+    assert [n for n, _ in trackable.children(opt)] == ["iterations", "learning_rate"]
     keys = dict((trackable.path_key(p), o) for p, o in trackable.walk(holder))
     assert keys["opt/iterations"] is opt.iterations
+    assert keys["opt/learning_rate"] is opt.learning_rate
     assert keys["net/w/.OPTIMIZER_SLOT/opt/m"] is opt.get_slot(net.w, "m")
     assert keys["net/w/.OPTIMIZER_SLOT/opt/v"] is opt.get_slot(net.w, "v")
     # a slot of a variable outside the graph is not part of it
