@@ -127,8 +127,10 @@ def _zero_where_no_grad(g, dx):
 
 _unary("sqrt", _quiet(np.sqrt), "sqrt({0})", FLOAT,
        vjp=lambda g, o, x: _zero_where_no_grad(g, g * 0.5 / o))
+# TF's RsqrtGrad -0.5 * (g * y) * (y * y), not g * -0.5 * y / x (at x = -0.0 that is -inf
+# where TF's is inf)
 _unary("rsqrt", _quiet(lambda x: 1 / np.sqrt(x)), "(1 / sqrt({0}))", FLOAT,
-       vjp=lambda g, o, x: _zero_where_no_grad(g, g * -0.5 * o / x))
+       vjp=lambda g, o, x: _zero_where_no_grad(g, -0.5 * (g * o) * (o * o)))
 _unary("sin", np.sin, "sin({0})", FLOAT, vjp=lambda g, o, x: g * P["cos"](x))
 _unary("cos", np.cos, "cos({0})", FLOAT, vjp=lambda g, o, x: -g * P["sin"](x))
 _unary("tan", _quiet(np.tan), "tan({0})", FLOAT, vjp=lambda g, o, x: g * (1 + o * o))
@@ -256,6 +258,13 @@ def cast(x, dtype, name=None):
 def sigmoid(x, name=None):
     """1 / (1 + exp(-x)), a composite of primitives."""
     x = convert_to_tensor(x)
+    if x.dtype.is_floating:
+        # Far below 0 exp(-x) is inf and this composite's gradient inf * 0 = NaN, where TF's
+        # SigmoidGrad y * (1 - y) is 0: there x reaches exp through stop_gradient (the same
+        # value, no gradient). Above the bound the two gradients agree up to rounding.
+        from ..autodiff.tape import stop_gradient
+        low = 1.0 - float(np.log(np.finfo(x.dtype.np).max))
+        x = where(PUBLIC["less"](x, low), stop_gradient(x), x)
     return PUBLIC["divide"](1.0, PUBLIC["add"](1.0, PUBLIC["exp"](PUBLIC["negative"](x))))
 
 
