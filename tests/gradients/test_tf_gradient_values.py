@@ -85,3 +85,50 @@ def test_rsqrt_gradient_at_signed_zeros(backend):
         return tape.gradient(y, x)
     g = run(fn, backend, gc.constant([-0.0, 0.0, 4.0]))
     np.testing.assert_array_equal(g, np.array([inf, -inf, -0.0625], np.float32))
+
+
+PIECEWISE_CONSTANT = {
+    "floor": gc.floor, "ceil": gc.ceil, "round": gc.round,
+    "floordiv_x": lambda x: gc.floordiv(x, 0.7),
+    "floordiv_y": lambda x: gc.floordiv(0.7, x),
+    "operator //": lambda x: x // 2.0,
+}
+
+
+@pytest.mark.parametrize("backend", RUNS)
+@pytest.mark.parametrize("name", sorted(PIECEWISE_CONSTANT))
+def test_piecewise_constant_ops_have_no_gradient(backend, name):
+    """TF's Floor, Ceil, Round and FloorDiv gradients are None (not zeros); a path through
+    them adds nothing where the source is also reached another way."""
+    op = PIECEWISE_CONSTANT[name]
+
+    def fn(x):
+        with gc.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            y = op(x)
+            z = op(x) * x
+        return (tape.gradient(y, x), tape.gradient(y, x, unconnected_gradients="zero"),
+                tape.gradient(z, x), y)
+    x = np.array([-1.7, -0.2, 0.4, 2.5, 3.1])
+    none, zeros, through, y = run(fn, backend, gc.constant(x))
+    assert none is None
+    np.testing.assert_array_equal(zeros, np.zeros(5))
+    np.testing.assert_array_equal(through, y)       # d(op(x) * x) = op(x) only
+
+
+@pytest.mark.parametrize("backend", RUNS)
+def test_mod_second_derivative_is_none(backend):
+    """d mod(x, y) / dy = -floor(x / y): TF's second derivative through FloorDiv is None."""
+    def fn(x, y):
+        with gc.GradientTape() as outer:
+            outer.watch([x, y])
+            with gc.GradientTape() as inner:
+                inner.watch([x, y])
+                z = gc.mod(x, y)
+            gx, gy = inner.gradient(z, [x, y])
+            total = gc.reduce_sum(gx) + gc.reduce_sum(gy)
+        return gx, gy, outer.gradient(total, [x, y])
+    gx, gy, second = run(fn, backend, gc.constant([2.5, -1.0]), gc.constant([0.7, 0.7]))
+    np.testing.assert_array_equal(gx, [1.0, 1.0])
+    np.testing.assert_array_equal(gy, [-3.0, 2.0])
+    assert second == [None, None]

@@ -101,9 +101,9 @@ def _floor_divide(x, y):
     return np.floor_divide(x, y)
 
 
-# the template is the float rule; integer outputs use the checked ifloordiv (kernels/expr.py)
-_binary("floordiv", _int_division(_floor_divide, "floordiv"), "floor({0} / {1})",
-        vjp=lambda g, o, x, y: (_zero(x), _zero(y)))
+# the template is the float rule; integer outputs use the checked ifloordiv (kernels/expr.py).
+# No gradient (None, not zeros), as TF's FloorDiv/Floor/Ceil/Round gradients.
+_binary("floordiv", _int_division(_floor_divide, "floordiv"), "floor({0} / {1})")
 _binary("mod", _int_division(np.mod, "mod"), "({0} % {1})",
         vjp=lambda g, o, x, y: (g, -g * P["floordiv"](x, y)))
 _binary("pow", _int_power(np.power), "({0} ** {1})", vjp=_pow_vjp)
@@ -135,9 +135,9 @@ _unary("sin", np.sin, "sin({0})", FLOAT, vjp=lambda g, o, x: g * P["cos"](x))
 _unary("cos", np.cos, "cos({0})", FLOAT, vjp=lambda g, o, x: -g * P["sin"](x))
 _unary("tan", _quiet(np.tan), "tan({0})", FLOAT, vjp=lambda g, o, x: g * (1 + o * o))
 _unary("tanh", np.tanh, "tanh({0})", FLOAT, vjp=lambda g, o, x: g * (1 - o * o))
-_unary("floor", np.floor, "floor({0})", FLOAT, vjp=lambda g, o, x: _zero(x))
-_unary("ceil", np.ceil, "ceil({0})", FLOAT, vjp=lambda g, o, x: _zero(x))
-_unary("round", np.round, "rint({0})", FLOAT, vjp=lambda g, o, x: _zero(x))
+_unary("floor", np.floor, "floor({0})", FLOAT)
+_unary("ceil", np.ceil, "ceil({0})", FLOAT)
+_unary("round", np.round, "rint({0})", FLOAT)
 _unary("stop_gradient", lambda x: x, "{0}", kind=ANY)   # identity; no vjp: blocks gradients
 
 
