@@ -51,11 +51,13 @@ def leaky_relu(features, alpha=0.2, name=None):
 
 
 def elu(features, name=None):
-    """features where positive, exp(features) - 1 elsewhere."""
+    """exp(features) - 1 where negative, features elsewhere: as TF's Elu/EluGrad, 0 and -0.0
+    and NaN take the identity branch (elu(-0.0) is -0.0; the gradient there is the incoming
+    one and the second derivative 0)."""
     x = _float("elu", features)
     # exp of min(x, 0) never overflows, so the unused branch stays finite (and its gradient)
     neg = _E["subtract"](_E["exp"](_E["minimum"](x, 0.0)), 1.0)
-    return _E["where"](_E["greater"](x, 0.0), x, neg)
+    return _E["where"](_E["less"](x, 0.0), neg, x)
 
 
 def gelu(features, approximate=False, name=None):
@@ -75,13 +77,13 @@ def sigmoid(x, name=None):
 
 
 def softplus(features, name=None):
-    """log(1 + exp(x)), computed stably as max(x, 0) + log1p(exp(-|x|)). The max is the
-    mean of max(x, 0) and max(0, x) (the same value): maximum gives a tie's gradient to one
-    operand, so at x = 0 the mean has 1/2, and the gradient is sigmoid(x) everywhere, as TF's."""
+    """log(1 + exp(x)), computed stably as max(0, x) + log1p(exp(min(x, -x))) (min(x, -x) is
+    -|x|). At x = 0 both ties go to x's own operand: max gives it 0 and min 1, so the gradient
+    is sigmoid(0) = 1/2 from the smooth term, and the second derivative is TF's 1/4 there
+    too (-|x| through abs would have a zero slope at 0)."""
     x = _float("softplus", features)
-    pos = _E["add"](_E["multiply"](_E["maximum"](x, 0.0), 0.5),
-                    _E["multiply"](_E["maximum"](0.0, x), 0.5))
-    return _E["add"](pos, _E["log1p"](_E["exp"](_E["negative"](_E["abs"](x)))))
+    return _E["add"](_E["maximum"](0.0, x),
+                     _E["log1p"](_E["exp"](_E["minimum"](x, _E["negative"](x)))))
 
 
 def softmax(logits, axis=-1, name=None):

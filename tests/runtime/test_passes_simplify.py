@@ -162,6 +162,19 @@ def test_stop_gradient_is_an_identity_after_tracing():
     np.testing.assert_allclose(run_graph(out, [xs])[1], 2.0 * xs)   # d/dx (sg(2x) * x) = 2x
 
 
+def test_where_of_one_value_is_that_value():
+    """sigmoid's where(x < low, stop_gradient(x), x) (it only steers the gradient) leaves the
+    optimized forward graph; a where whose result is broadcast bigger than x stays."""
+    def f(x, c):
+        return gc.sigmoid(x), gc.where(c, x, x)
+    g = graph_of(f, spec(3), spec(2, 3, dtype=gc.bool))
+    out = apply(algebraic, g)
+    wheres = [op for op in out.operations if op.type == "where"]
+    assert len(wheres) == 1 and wheres[0].outputs[0].type.shape == (2, 3)
+    same_outputs(g, out, [np.array([-100.0, 0.5, 3.0], np.float32),
+                          np.array([[True, False, True]] * 2)])
+
+
 def test_elementwise_ops_read_a_broadcast_to_operand_as_its_source():
     def f(g, e):
         wide = gc.broadcast_to(g, [4, 3])         # g: [4, 1]

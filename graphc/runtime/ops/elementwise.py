@@ -101,9 +101,9 @@ def _floor_divide(x, y):
     return np.floor_divide(x, y)
 
 
-# the template is the float rule; integer outputs use the checked ifloordiv (kernels/expr.py)
-_binary("floordiv", _int_division(_floor_divide, "floordiv"), "floor({0} / {1})",
-        vjp=lambda g, o, x, y: (_zero(x), _zero(y)))
+# the template is the float rule; integer outputs use the checked ifloordiv (kernels/expr.py).
+# No gradient (None, not zeros), as TF's FloorDiv/Floor/Ceil/Round gradients.
+_binary("floordiv", _int_division(_floor_divide, "floordiv"), "floor({0} / {1})")
 _binary("mod", _int_division(np.mod, "mod"), "({0} % {1})",
         vjp=lambda g, o, x, y: (g, -g * P["floordiv"](x, y)))
 _binary("pow", _int_power(np.power), "({0} ** {1})", vjp=_pow_vjp)
@@ -127,15 +127,17 @@ def _zero_where_no_grad(g, dx):
 
 _unary("sqrt", _quiet(np.sqrt), "sqrt({0})", FLOAT,
        vjp=lambda g, o, x: _zero_where_no_grad(g, g * 0.5 / o))
+# TF's RsqrtGrad -0.5 * (g * y) * (y * y), not g * -0.5 * y / x (at x = -0.0 that is -inf
+# where TF's is inf)
 _unary("rsqrt", _quiet(lambda x: 1 / np.sqrt(x)), "(1 / sqrt({0}))", FLOAT,
-       vjp=lambda g, o, x: _zero_where_no_grad(g, g * -0.5 * o / x))
+       vjp=lambda g, o, x: _zero_where_no_grad(g, -0.5 * (g * o) * (o * o)))
 _unary("sin", np.sin, "sin({0})", FLOAT, vjp=lambda g, o, x: g * P["cos"](x))
 _unary("cos", np.cos, "cos({0})", FLOAT, vjp=lambda g, o, x: -g * P["sin"](x))
 _unary("tan", _quiet(np.tan), "tan({0})", FLOAT, vjp=lambda g, o, x: g * (1 + o * o))
 _unary("tanh", np.tanh, "tanh({0})", FLOAT, vjp=lambda g, o, x: g * (1 - o * o))
-_unary("floor", np.floor, "floor({0})", FLOAT, vjp=lambda g, o, x: _zero(x))
-_unary("ceil", np.ceil, "ceil({0})", FLOAT, vjp=lambda g, o, x: _zero(x))
-_unary("round", np.round, "rint({0})", FLOAT, vjp=lambda g, o, x: _zero(x))
+_unary("floor", np.floor, "floor({0})", FLOAT)
+_unary("ceil", np.ceil, "ceil({0})", FLOAT)
+_unary("round", np.round, "rint({0})", FLOAT)
 _unary("stop_gradient", lambda x: x, "{0}", kind=ANY)   # identity; no vjp: blocks gradients
 
 
@@ -256,6 +258,13 @@ def cast(x, dtype, name=None):
 def sigmoid(x, name=None):
     """1 / (1 + exp(-x)), a composite of primitives."""
     x = convert_to_tensor(x)
+    if x.dtype.is_floating:
+        # Far below 0 exp(-x) is inf and this composite's gradient inf * 0 = NaN, where TF's
+        # SigmoidGrad y * (1 - y) is 0: there x reaches exp through stop_gradient (the same
+        # value, no gradient). Above the bound the two gradients agree up to rounding.
+        from ..autodiff.tape import stop_gradient
+        low = 1.0 - float(np.log(np.finfo(x.dtype.np).max))
+        x = where(PUBLIC["less"](x, low), stop_gradient(x), x)
     return PUBLIC["divide"](1.0, PUBLIC["add"](1.0, PUBLIC["exp"](PUBLIC["negative"](x))))
 
 

@@ -2,8 +2,9 @@
 
 x*1, 1*x, x+0, 0+x, x-0, x/1, negative(negative(x)), cast to the same dtype, reshape or
 broadcast_to the same static shape, transpose by the identity permutation, transpose
-of transpose (removed, or merged into one transpose), and stop_gradient (an identity once
-the graph is traced: gradients were built while tracing, before any pass runs).
+of transpose (removed, or merged into one transpose), stop_gradient (an identity once
+the graph is traced: gradients were built while tracing, before any pass runs), and
+where(c, x, x) (sigmoid selects x or stop_gradient(x) only to steer its gradient).
 An elementwise op with several operands also reads a `broadcast_to(x)` operand as `x`
 when its own broadcasting gives the same result type (a reduction's gradient `g * exp(z)`
 needs no materialized [128, 10] copy of g: the multiply broadcasts the [128, 1] itself).
@@ -123,7 +124,11 @@ def _transpose(rw, ins, attrs):
     return [source], dict(attrs, perm=perm)
 
 
+def _where(rw, ins, attrs):
+    return ins[1] if ins[1] is ins[2] else None
+
+
 _RULES = {"multiply": _multiply, "add": _add, "subtract": _subtract, "divide": _divide,
           "negative": _negative, "cast": _cast, "reshape": _same_static_shape,
           "broadcast_to": _same_static_shape, "transpose": _transpose,
-          "stop_gradient": lambda rw, ins, attrs: ins[0]}
+          "stop_gradient": lambda rw, ins, attrs: ins[0], "where": _where}
