@@ -416,6 +416,16 @@ def test_int_of_a_tensor_that_int32_cannot_hold_fails_at_run_time(value):
     assert "int32 range" in str(e.value) and f"{HERE}:{line_of('int-of')}" in str(e.value)
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.float64, np.float32])
+def test_int_of_a_tensor_at_the_int32_bounds_is_that_int(dtype):
+    # -2**31 and 2**31 - 1 (float32: -2**31, the largest below 2**31) fit int32: int() gives
+    # them as eagerly, no failed check
+    f = gc.function(lambda x: int(x))
+    top = 2 ** 31 - 128 if dtype is np.float32 else 2 ** 31 - 1
+    for v in (-2 ** 31, top):
+        assert int(f(gc.constant(dtype(v)))) == v
+
+
 def test_int_of_a_vector_tensor_stays_an_error():
     with pytest.raises(gc.errors.OperatorNotAllowedInGraphError):
         gc.function(int_of)(gc.constant([1.5, 2.5]))
