@@ -10,17 +10,12 @@ from .runtime.context import composite_errors, located_errors
 from .runtime.dispatch import convert_to_tensor
 from .runtime.ops import elementwise as _ew
 from .runtime.dispatch import constant
-from .runtime.ops._rules import FLOAT, INTEGER, NUMERIC as _NUMERIC, check_kind
+from .runtime.ops._rules import INTEGER, NUMERIC as _NUMERIC, check_kind
 from .runtime.ops.reduce import PUBLIC as _R, normalize_axis, normalize_axes
 from .runtime.ops.indexing import check_class_ids, one_hot as _one_hot
+from .runtime.ops.math_extras import _float
 
 _E = _ew.PUBLIC
-
-
-def _float(op, x):
-    x = convert_to_tensor(x)
-    check_kind(op, x.type, FLOAT)
-    return x
 
 
 @composite_errors("relu")

@@ -20,11 +20,16 @@ def eager(fn, *arrays):
 
 
 def assert_same(got, want, rtol=1e-6, atol=0.0):
-    """`got` (tensor or list of tensors) equals `want` in value, dtype and shape."""
-    if isinstance(want, (list, tuple)):
-        assert isinstance(got, (list, tuple)) and len(got) == len(want)
+    """`got` (a tensor, None, or a list/tuple of them) equals `want` (array-likes where got
+    has tensors, None where got has None) in value, dtype and shape."""
+    if isinstance(want, (list, tuple)) or isinstance(got, (list, tuple)):
+        assert isinstance(got, (list, tuple)) and isinstance(want, (list, tuple)) and \
+            len(got) == len(want), (got, want)
         for g, w in zip(got, want):
             assert_same(g, w, rtol, atol)
+        return
+    if want is None:
+        assert got is None
         return
     assert isinstance(got, gc.Tensor), got
     want = np.asarray(want)

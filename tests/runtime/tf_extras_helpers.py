@@ -3,29 +3,9 @@ and auto backends must give the expected values, dtypes and shapes every time.""
 import numpy as np
 
 import graphc as gc
+from op_helpers import assert_same as same
 
 BACKENDS = ["numpy", "auto"]
-
-
-def same(got, want, rtol=1e-6, atol=0.0):
-    """`got` (a tensor, None, or a list/tuple of them) equals `want` (array-likes where got
-    has tensors, lists where got has lists) in value, dtype and shape."""
-    if isinstance(got, (list, tuple)):
-        assert isinstance(want, (list, tuple)) and len(got) == len(want), (got, want)
-        for g, w in zip(got, want):
-            same(g, w, rtol, atol)
-        return
-    if want is None:
-        assert got is None
-        return
-    w = np.asarray(want)
-    assert isinstance(got, gc.Tensor), got
-    assert got.dtype == w.dtype, (got.dtype, w.dtype)
-    assert tuple(got.shape) == w.shape, (got.shape, w.shape)
-    if w.dtype.kind == "f":
-        np.testing.assert_allclose(got.numpy(), w, rtol=rtol, atol=atol, equal_nan=True)
-    else:
-        np.testing.assert_array_equal(got.numpy(), w)
 
 
 def runs(fn, *arrays, signature=None):

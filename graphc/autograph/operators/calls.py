@@ -71,12 +71,13 @@ def int_(*args, **kwargs):
     if x.dtype is _dt.int32:
         return x
     if x.dtype is not _dt.bool_:
-        lo = -2.0 ** 31 if x.dtype is _dt.float32 else -2.0 ** 31 - 1.0
+        # x > -2**31 - 1 for float64 (-2**31 - 0.5 truncates into range); float32 cannot
+        # hold that bound, and ints need x >= -2**31 (-2**31 itself fits)
+        above = ("greater", -2.0 ** 31 - 1.0) if x.dtype is _dt.float64 else \
+            ("greater_equal", -2 ** 31)
         fits = bind("logical_and",
-                    bind("greater_equal" if x.dtype is _dt.float32 else "greater", x,
-                         convert_to_tensor(lo if x.dtype.is_floating else -2 ** 31, x.dtype)),
-                    bind("less", x, convert_to_tensor(2.0 ** 31 if x.dtype.is_floating
-                                                      else 2 ** 31, x.dtype)))
+                    bind(above[0], x, convert_to_tensor(above[1], x.dtype)),
+                    bind("less", x, convert_to_tensor(2 ** 31, x.dtype)))
         bind("assert", fits, message=(
             f"int() of a {x.dtype.name} tensor whose value is NaN, infinite or outside the "
             "int32 range: inside a compiled function int(tensor) is an int32 tensor (as in "
