@@ -229,7 +229,9 @@ def _chain(ops, c, xs):
     prev, outs = {}, []
     for op in ops:
         r = bind(op, *xs)
-        r = gc.where(c, r, prev.get(r.dtype, r))
+        # (not where(c, r, r) for the first: the simplifier folds that to r, leaving a
+        # one-op group that runs its numpy rule)
+        r = gc.where(c, r, prev[r.dtype] if r.dtype in prev else gc.zeros_like(r))
         prev[r.dtype] = r
         outs.append(r)
     return outs
