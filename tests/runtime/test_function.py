@@ -347,6 +347,38 @@ def test_nested_gc_function_inlines():
     assert inner.tracing_count == 0
 
 
+def test_inner_input_signature_binds_when_called_from_a_trace_or_a_tape():
+    """TF checks a called function's input_signature inside another tf.function (TypeError
+    'Binding inputs to tf.function failed') and converts Python data to the spec's dtype;
+    inlining the body had skipped the check (int32 and rank-2 inputs ran)."""
+    @gc.function(input_signature=[gc.TensorSpec([None], gc.float32)])
+    def inner(x):
+        return x * 2.0
+
+    @gc.function
+    def outer(x):
+        return inner(x) + 1.0
+
+    @gc.function
+    def from_list(x):
+        return inner([1, 2]) + x
+    np.testing.assert_array_equal(outer(gc.constant([1.0, 2.0])).numpy(), [3.0, 5.0])
+    with pytest.raises(TypeError, match="shape \\[1, 1\\].*input_signature"):
+        outer(gc.constant([[1.0]]))
+    with pytest.raises(TypeError, match="dtype int32 but input_signature"):
+        outer(gc.constant([1, 2]))
+    got = from_list(gc.constant(1.0))
+    assert got.dtype == gc.float32 and got.numpy().tolist() == [3.0, 5.0]
+    with gc.GradientTape() as tape:
+        x = gc.constant([1.0])
+        tape.watch(x)
+        y = inner(x)
+    assert tape.gradient(y, x).numpy().tolist() == [2.0]
+    with gc.GradientTape():
+        with pytest.raises(TypeError, match="dtype int32"):
+            inner(gc.constant([1]))
+
+
 def test_unknown_backend_rejected():
     with pytest.raises(ValueError, match="unknown backend 'tpu'"):
         gc.function(lambda x: x, backend="tpu")
