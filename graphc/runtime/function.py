@@ -44,6 +44,7 @@ class Function(TraceCache, HotEntries):
         self._concrete = []                        # every live trace, in trace order
         self._traced = 0                           # traces made, evicted ones included
         self._discarded = 0                        # variable-creating traces, traced again
+        self._inlined = set()                      # signature keys of calls inlined in a trace
         self._last_key = None
         self._scalar_args = set()                  # Python scalar args passed as tensors
         self._keep_scalars = set()                 # ... and those whose tensor trace failed
@@ -133,8 +134,10 @@ class Function(TraceCache, HotEntries):
         return self._call_general(args, kwargs)
 
     def _call_general(self, args, kwargs):
-        if config._state["run_eagerly"] or context._busy[0] and _tracing_or_taping():
-            return self._call_python(args, kwargs)   # inside another trace: inline the body
+        if config._state["run_eagerly"]:
+            return self._call_python(args, kwargs)
+        if context._busy[0] and _tracing_or_taping():
+            return self._call_inline(args, kwargs)   # inside another trace: inline the body
         cf, leaves = self._resolve(args, kwargs)
         return cf._call_leaves(leaves)
 
@@ -198,6 +201,21 @@ class Function(TraceCache, HotEntries):
             key = tuple([sig.encode(v, leaves, self._device_leaves) for v in values])
             cf = self._cache.get(key) or self._lookup_or_trace(key, values)
         return cf, leaves
+
+    def _call_inline(self, args, kwargs):
+        """A call inside another trace (or an eager tape) runs the body inline, but as TF's
+        nested call it must fit the input_signature (Python values converted to its dtypes,
+        a wrong shape or dtype an error) and it counts as a trace of this function."""
+        values = self._signature.canonicalize(args, kwargs, self._name)
+        if self.input_signature is not None:
+            values = _conform(values, self.input_signature, self._signature, self._name)
+            self._inlined.add(INLINE_SIGNATURE)
+            args, kwargs = self._signature.rebuild(values)
+        else:
+            key = _inline_key(values)
+            if key is not None:
+                self._inlined.add(key)
+        return self._call_python(args, kwargs)
 
     def _call_python(self, args, kwargs):
         fn = self._python_callable()
@@ -324,7 +342,13 @@ class Function(TraceCache, HotEntries):
     def tracing_count(self):
         """Traces made: a first trace that created variables and was traced again counts
         as one more (TF's count: 2 for the `if self.w is None` idiom's first call)."""
-        return self._traced + self._discarded
+        n = self._traced + self._discarded
+        if self._inlined:                # nested calls: TF traces (and counts) them once per key
+            if self.input_signature is not None:
+                n += n == 0
+            else:
+                n += sum(k not in self._cache for k in self._inlined)
+        return n
 
     def experimental_get_tracing_count(self):
         return self.tracing_count
@@ -380,6 +404,24 @@ def _no_specs(fname, params, values):
             raise ValueError(f"{fname}(): argument '{name}' is (or holds) a gc.TensorSpec, which "
                              "has no value to compute with; pass a tensor, or trace for the spec "
                              f"with {fname}.get_concrete_function(spec)")
+
+
+INLINE_SIGNATURE = object()
+
+
+def _inline_key(values):
+    """The cache key a nested call's arguments would have (symbolic tensors by dtype and
+    static shape), or None where it cannot be told (then the call is not counted)."""
+    key = []
+    for v in values:
+        if type(v) is Tensor and v._sym is not None:
+            key.append((sig.TENSOR, v.dtype, tuple(v.shape)))
+            continue
+        try:
+            key.append(sig.encode(v, [], False))
+        except Exception:               # a symbolic tensor inside a nest, an odd object
+            return None
+    return tuple(key)
 
 
 def _tracing_or_taping():

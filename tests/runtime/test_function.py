@@ -344,7 +344,8 @@ def test_nested_gc_function_inlines():
     def outer(x):
         return inner(x) + 1.0
     assert float(outer(gc.constant(2.0))) == 5.0
-    assert inner.tracing_count == 0
+    # inlined, yet counted as TF counts a nested call's trace: TF 2.21 gives 1
+    assert inner.tracing_count == 1 and inner.concrete_functions() == []
 
 
 def test_inner_input_signature_binds_when_called_from_a_trace_or_a_tape():
