@@ -221,13 +221,6 @@ class Function(TraceCache, HotEntries):
         fn = self._python_callable()
         if config._state["run_eagerly"]:
             return fn(*args, **kwargs)
-        if self.input_signature is not None:
-            # inlined into another trace or an eager tape: the signature still binds, as
-            # TF checks it when one function calls another (dtype, shape, Python data)
-            values = self._signature.canonicalize(args, kwargs, self._name)
-            _no_specs(self._name, self._signature, values)
-            values = _conform(values, self.input_signature, self._signature, self._name)
-            args, kwargs = self._signature.rebuild(values)
         return self._converted_callable()(*args, **kwargs)
 
     def _python_callable(self):
