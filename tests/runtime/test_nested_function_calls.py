@@ -123,24 +123,16 @@ def test_inlined_keys_are_bounded(monkeypatch):
 
 
 def test_nested_calls_from_threads_count_one_trace():
-    import threading
+    from concurrent.futures import ThreadPoolExecutor
     inner, _ = _pair()
-    outs, errors = [], []
 
-    def run():
+    def run(_):
         @gc.function
         def outer(x):
             return inner(x) + 1.0
-        try:
-            outs.append(outer(gc.constant([1.0, 2.0])).numpy().tolist())
-        except Exception as e:    # noqa: BLE001 - reported below
-            errors.append(e)
-    threads = [threading.Thread(target=run) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors and outs == [[3.0, 5.0]] * 4
+        return outer(gc.constant([1.0, 2.0])).numpy().tolist()
+    with ThreadPoolExecutor(4) as pool:           # an error in a thread is raised here
+        assert list(pool.map(run, range(4))) == [[3.0, 5.0]] * 4
     assert inner.tracing_count == 1                   # TF: one trace of inner's signature
     inner(gc.constant([3.0, 4.0]))
     assert inner.tracing_count == 1
