@@ -44,7 +44,8 @@ class Function(TraceCache, HotEntries):
         self._concrete = []                        # every live trace, in trace order
         self._traced = 0                           # traces made, evicted ones included
         self._discarded = 0                        # variable-creating traces, traced again
-        self._inlined = set()                      # signature keys of calls inlined in a trace
+        self._inlined = set()                      # keys of inlined calls counted, not traced
+        self._inline_traces = 0                    # ... how many of them tracing_count adds
         self._last_key = None
         self._scalar_args = set()                  # Python scalar args passed as tensors
         self._keep_scalars = set()                 # ... and those whose tensor trace failed
@@ -209,13 +210,42 @@ class Function(TraceCache, HotEntries):
         values = self._signature.canonicalize(args, kwargs, self._name)
         if self.input_signature is not None:
             values = _conform(values, self.input_signature, self._signature, self._name)
-            self._inlined.add(INLINE_SIGNATURE)
+            self._count_inline(INLINE_SIGNATURE)
             args, kwargs = self._signature.rebuild(values)
         else:
             key = _inline_key(values)
             if key is not None:
-                self._inlined.add(key)
+                self._count_inline(key)
         return self._call_python(args, kwargs)
+
+    def _count_inline(self, key):
+        """TF traces a nested call's signature once: count a key no trace serves yet. The
+        keys are kept (bounded: a nested call with ever-new shapes under an eager tape) so
+        that a later real trace of one replaces its count instead of adding to it."""
+        with self._lock:
+            if key in self._inlined:
+                return
+            if key is INLINE_SIGNATURE:
+                if self._traced:
+                    return
+            elif key in self._cache or self._general_served(key):
+                return
+            if len(self._inlined) >= INLINED_KEYS_MAX:
+                self._inlined = set()   # forgotten keys count again if traced: still monotonic
+            self._inlined.add(key)
+            self._inline_traces += 1
+
+    def _general_served(self, key):
+        return any(len(g) == len(key) and all(map(sig.matches, g, key))
+                   for g, _ in self._general)
+
+    def _traced_inlined(self, key):
+        """A real trace made for `key`: an inlined call counted for it is now this trace."""
+        if self.input_signature is not None:
+            key = INLINE_SIGNATURE
+        if key in self._inlined:
+            self._inlined.discard(key)
+            self._inline_traces -= 1
 
     def _call_python(self, args, kwargs):
         fn = self._python_callable()
@@ -267,9 +297,9 @@ class Function(TraceCache, HotEntries):
                     break
             busy[1].wait()          # then look again: its trace, or its error and our turn
         if done is None:
-            return self._trace_and_keep(tkey, values)
+            return self._trace_and_keep(tkey, values, key)
         try:
-            return self._trace_and_keep(tkey, values)
+            return self._trace_and_keep(tkey, values, key)
         finally:
             with self._lock:
                 del self._in_flight[tkey]
@@ -296,9 +326,13 @@ class Function(TraceCache, HotEntries):
     def input_signature_key(self):
         return [sig.encode(s, []) for s in self.input_signature]
 
-    def _trace_and_keep(self, key, values):
+    def _trace_and_keep(self, key, values, called=None):
         cf = self._trace(key, values)              # user code: no lock held
         with self._lock:
+            if self._inlined:
+                self._traced_inlined(key)
+                if called is not None and called != key:
+                    self._traced_inlined(called)
             self._publishing = True
             try:
                 warning = self._keep(key, cf)
@@ -335,13 +369,9 @@ class Function(TraceCache, HotEntries):
     def tracing_count(self):
         """Traces made: a first trace that created variables and was traced again counts
         as one more (TF's count: 2 for the `if self.w is None` idiom's first call)."""
-        n = self._traced + self._discarded
-        if self._inlined:                # nested calls: TF traces (and counts) them once per key
-            if self.input_signature is not None:
-                n += n == 0
-            else:
-                n += sum(k not in self._cache for k in self._inlined)
-        return n
+        with self._lock:    # a trace replacing an inlined call's count changes two fields
+            # nested (inlined) calls: TF traces and counts them once per key
+            return self._traced + self._discarded + self._inline_traces
 
     def experimental_get_tracing_count(self):
         return self.tracing_count
@@ -400,6 +430,7 @@ def _no_specs(fname, params, values):
 
 
 INLINE_SIGNATURE = object()
+INLINED_KEYS_MAX = 4096     # inlined keys remembered per function (then it starts afresh)
 
 
 def _inline_key(values):

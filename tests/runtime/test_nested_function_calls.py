@@ -87,3 +87,52 @@ def test_nested_method_with_signature_in_train_step():
     assert m.__call__.tracing_count == 1                     # TF 2.21: 1 (was 0)
     with pytest.raises(TypeError, match="input_signature"):
         step(np.ones(3, np.float32))
+
+
+def test_nested_trace_count_never_goes_down():
+    """A nested call's count is replaced, not undone, by later traces: an eager call that a
+    general (reduce_retracing) trace serves left the count one lower than before it."""
+    inner, outer = _pair()
+    inner._reduce_retracing = True
+    seen = []
+    outer(gc.constant([1.0]))
+    for n in (2, 3, 1, 4):
+        seen.append(inner.tracing_count)
+        inner(gc.constant(np.ones(n, np.float32)))
+    seen.append(inner.tracing_count)
+    assert seen == sorted(seen) and seen[0] == 1 and seen[-1] == 3    # [None] serves 1 and 4
+
+
+def test_inlined_keys_are_bounded(monkeypatch):
+    """Under an eager tape every new shape is inlined and counted (TF traces each); the keys
+    kept to tell them apart are bounded, and the count still only grows."""
+    import graphc.runtime.function as function_module
+    monkeypatch.setattr(function_module, "INLINED_KEYS_MAX", 8)
+    inner, _ = _pair()
+    counts = []
+    for n in range(1, 21):
+        with gc.GradientTape() as tape:
+            x = gc.constant(np.ones(n, np.float32))
+            tape.watch(x)
+            y = inner(x)
+        assert tape.gradient(y, x).numpy().tolist() == [2.0] * n
+        counts.append(inner.tracing_count)
+    assert counts == list(range(1, 21)) and len(inner._inlined) <= 8
+    inner(gc.constant(np.ones(20, np.float32)))        # a real trace of a counted key
+    assert inner.tracing_count == 20
+
+
+def test_nested_calls_from_threads_count_one_trace():
+    from concurrent.futures import ThreadPoolExecutor
+    inner, _ = _pair()
+
+    def run(_):
+        @gc.function
+        def outer(x):
+            return inner(x) + 1.0
+        return outer(gc.constant([1.0, 2.0])).numpy().tolist()
+    with ThreadPoolExecutor(4) as pool:           # an error in a thread is raised here
+        assert list(pool.map(run, range(4))) == [[3.0, 5.0]] * 4
+    assert inner.tracing_count == 1                   # TF: one trace of inner's signature
+    inner(gc.constant([3.0, 4.0]))
+    assert inner.tracing_count == 1

@@ -175,6 +175,19 @@ def test_where_of_one_value_is_that_value():
                           np.array([[True, False, True]] * 2)])
 
 
+def test_where_of_one_value_with_unknown_dims_keeps_its_broadcast():
+    """c [?] and x [?] have equal static types, but c of 3 and x of 1 give 3 values (eager
+    gc.where broadcasts); sigmoid's own where (c = x < low) still folds with unknown dims."""
+    def f(x, c):
+        return gc.where(c, x, x), gc.sigmoid(x)
+    g = graph_of(f, spec(None), spec(None, dtype=gc.bool))
+    out = apply(algebraic, g)
+    assert [op.inputs[0].name for op in out.operations if op.type == "where"] == ["c"]
+    xs, cs = np.array([5.0], np.float32), np.array([True, False, True])
+    assert run_graph(out, [xs, cs])[0].tolist() == [5.0, 5.0, 5.0]
+    same_outputs(g, out, [xs, cs])
+
+
 def test_elementwise_ops_read_a_broadcast_to_operand_as_its_source():
     def f(g, e):
         wide = gc.broadcast_to(g, [4, 3])         # g: [4, 1]

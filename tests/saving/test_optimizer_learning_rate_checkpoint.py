@@ -1,7 +1,6 @@
 """Checkpoints save an optimizer's learning rate Variable (TF's `_learning_rate` beside
 `_iterations`) and restore it, also into compiled steps traced before; a checkpoint from
 graphc before the rate was a Variable (data/optimizer_before_lr) still restores the rest."""
-import importlib.util
 import os
 import warnings
 
@@ -11,16 +10,9 @@ import pytest
 import graphc as gc
 from graphc.train import checkpoint_format as fmt
 
-DATA = os.path.join(os.path.dirname(__file__), "data")
+from .data_files import DATA, maker_module
+
 OLD = os.path.join(DATA, "optimizer_before_lr", "ckpt")
-
-
-def _maker():
-    spec = importlib.util.spec_from_file_location(
-        "make_optimizer_before_lr", os.path.join(DATA, "make_optimizer_before_lr.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_the_rate_is_saved_and_restored_into_a_traced_step(tmp_path):
@@ -46,7 +38,7 @@ def test_the_rate_is_saved_and_restored_into_a_traced_step(tmp_path):
 
 
 def test_a_checkpoint_from_before_the_rate_variable_restores(tmp_path):
-    mk = _maker()
+    mk = maker_module("make_optimizer_before_lr")
     saved = fmt.read_tensors(OLD)
     assert "adam/iterations" in saved and not any("learning_rate" in k for k in saved)
     m1, m2, adam, sgd = mk.build()

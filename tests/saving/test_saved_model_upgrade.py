@@ -2,7 +2,6 @@
 folded into tensor_list_*, see data/make_list_ops_v1.py) loads, runs today's ops, computes
 the bits it computed then, and saves again as the current version; a damaged one is a
 GraphcError naming the file."""
-import importlib.util
 import os
 import re
 import shutil
@@ -16,7 +15,8 @@ from graphc.runtime.graph import walk
 from graphc.saved_model import files
 from graphc.saved_model.serialize import IR_VERSION
 
-DATA = os.path.join(os.path.dirname(__file__), "data")
+from .data_files import DATA, maker_module
+
 V1 = os.path.join(DATA, "list_ops_v1")
 OLD_OPS = {"list_grad_new", "list_grad_add", "list_grad_write", "list_grad_read",
            "list_grad_stack", "list_grad_from_tensor", "list_grad_scatter",
@@ -46,14 +46,6 @@ def _ops_in(loaded):
     return {op.type for _, cf in loaded.grads._traces for op in walk(cf.graph)}
 
 
-def _source_module():
-    spec = importlib.util.spec_from_file_location(
-        "make_list_ops_v1", os.path.join(DATA, "make_list_ops_v1.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_the_fixture_is_version_1_and_holds_every_old_list_op():
     data = files.read_json(os.path.join(V1, "saved_model.json"))
     assert data["ir_version"] == 1 < IR_VERSION
@@ -73,7 +65,7 @@ def test_version_1_model_computes_the_bits_it_computed_when_saved(backend, numba
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
 def test_version_1_model_agrees_with_todays_trace_and_eager(backend, numba_forced):
-    model = _source_module().ListGrads()
+    model = maker_module("make_list_ops_v1").ListGrads()
     python = model.grads.python_function
     today = _run(lambda: gc.function(python, backend=backend)(model, _x()), backend,
                  numba_forced)

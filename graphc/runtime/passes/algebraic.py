@@ -125,7 +125,24 @@ def _transpose(rw, ins, attrs):
 
 
 def _where(rw, ins, attrs):
-    return ins[1] if ins[1] is ins[2] else None
+    """where(c, x, x) is x only when c cannot broadcast x bigger at run time. Equal static
+    types are not enough with unknown dims: c [?] of 3 and x [?] of 1 give 3 values."""
+    c, x, y = ins
+    if x is not y:
+        return None
+    if None not in c.type.shape or _shaped_by(rw, c, x):
+        return x                                  # run() still checks the result type
+    return None
+
+
+def _shaped_by(rw, c, x):
+    """c is an elementwise op of x and static size-1 operands (sigmoid's x < low): at run
+    time c has x's shape exactly."""
+    op = rw.producer(c)
+    if op is None or REGISTRY[op.type].kind != ELEMENTWISE or x not in op.inputs:
+        return False
+    return all(v is x or (None not in v.type.shape and all(d == 1 for d in v.type.shape)
+                          and len(v.type.shape) <= len(x.type.shape)) for v in op.inputs)
 
 
 _RULES = {"multiply": _multiply, "add": _add, "subtract": _subtract, "divide": _divide,
