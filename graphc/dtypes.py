@@ -80,6 +80,9 @@ bool_ = DType("bool")
 
 _BY_NAME = {d.name: d for d in (float32, float64, int32, int64, bool_)}
 _BY_NP = {d.np: d for d in _BY_NAME.values()}
+# TF's as_dtype('float') is float32 (numpy's is float64); 'int' follows Python int -> int32
+# (TF raises): the same dtype as as_dtype(float) / as_dtype(int)
+_ALIASES = {"float": float32, "int": int32}
 
 
 def as_dtype(x):
@@ -88,6 +91,8 @@ def as_dtype(x):
         return x
     if isinstance(x, str) and x in _BY_NAME:
         return _BY_NAME[x]
+    if isinstance(x, str) and x in _ALIASES:     # before numpy, whose 'float' is float64
+        return _ALIASES[x]
     if x is bool:
         return bool_
     if x is float:

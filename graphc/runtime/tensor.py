@@ -146,7 +146,30 @@ class Tensor:
             raise _not_allowed(self, "a Python `bool`",
                                "use gc.cond(pred, true_fn, false_fn), or keep autograph=True "
                                "so `if`/`while` on tensors are converted")
-        return bool(self._np)
+        v = self._np    # as TF's EagerTensor: an empty tensor is False (numpy 2 raises)
+        return bool(v.size > 0 and v) if isinstance(v, np.ndarray) else bool(v)
+
+    def __bytes__(self):
+        """The raw buffer, as bytes(eager_tensor) in TF (not one byte per element)."""
+        if self._np is None:
+            raise _not_allowed(self, "`bytes()`", "keep it a tensor inside the function")
+        return np.ascontiguousarray(self._np).tobytes()
+
+    # immutable: a copy is the tensor itself, as TF's EagerTensor.__copy__/__deepcopy__
+    # (a deepcopy of a symbolic tensor also copied its whole graph)
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        """Pickled by value, as TF's EagerTensor (for multiprocessing and the like; graphc
+        itself never unpickles what it reads from disk). A symbolic tensor has no value."""
+        if self._np is None:
+            raise TypeError(f"cannot pickle symbolic tensor '{self._sym.name}' "
+                            f"({self._sym.type}): it has a value only when the graph runs")
+        return _from_value, (self._np,)
 
     def __float__(self):
         if self._np is None:
@@ -322,6 +345,13 @@ def _not_allowed(t, what, fix):
     return OperatorNotAllowedInGraphError(
         f"Using symbolic tensor '{t._sym.name}' ({t._sym.type}) as {what} is not allowed while "
         f"tracing{where}: its value exists only when the graph runs. Fix: {fix}.")
+
+
+def _from_value(value):
+    """Unpickling target of a concrete tensor (Tensor.__reduce__): its numpy value."""
+    if not isinstance(value, (np.ndarray, np.generic)) or _dt.from_numpy(value.dtype) is None:
+        raise TypeError(f"not a graphc tensor value: {type(value).__name__}")
+    return Tensor._concrete(value)
 
 
 def is_tensor(x):

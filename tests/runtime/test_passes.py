@@ -69,13 +69,15 @@ graph f() {
   %constant_2: float32[] = constant() {value=0.}
   %constant_3: float32[] = constant() {value=2.}
   %multiply_0: float32[] = constant() {value=0.}
-  %constant_4: float32[] = constant() {value=1.}
-  %random_normal_0: float32[2] = random_normal(%multiply_0, %constant_4) {dtype=float32, seed=None, shape=(2,)}
-  %constant_5: bool[] = constant() {value=True}
+  %constant_4: float32[] = constant() {value=0.}
+  %constant_5: float32[] = constant() {value=1.}
+  %random_normal_0: float32[2] = random_normal(%constant_4, %constant_5) {dtype=float32, seed=None, shape=(2,)}
+  %add_1: float32[2] = add(%random_normal_0, %multiply_0)
+  %constant_6: bool[] = constant() {value=True}
   print() {end='\\n', output_stream=None, sep=' ', template=('branch',)}
-  %constant_6: float32[] = constant() {value=1.}
+  %constant_7: float32[] = constant() {value=1.}
   print() {end='\\n', output_stream=None, sep=' ', template=('after',)}
-  return %random_normal_0, %constant_6
+  return %add_1, %constant_7
 }"""
     assert len({op.name for op in out.operations}) == len(out.operations)
     run_graph(g, [])

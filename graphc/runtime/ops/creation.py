@@ -1,4 +1,6 @@
 """Tensor creation: constants, fills, ranges and identities."""
+import operator
+
 import numpy as np
 
 from ... import dtypes as _dt
@@ -28,8 +30,8 @@ def _static_shape(op, shape):
         if any(d is None for d in dims):
             return None
         shape = [d.tolist() if isinstance(d, np.ndarray) else d for d in dims]
-    try:
-        dims = tuple(int(d) for d in shape)
+    try:       # operator.index: a float dim (2.5) is an error, as TF's, never truncated
+        dims = tuple(operator.index(d) for d in shape)
     except TypeError:
         raise TypeError(f"{op}: shape must be a list of ints or an int tensor, got {shape!r}") \
             from None
