@@ -162,3 +162,19 @@ def test_merged_dims():
     assert shaped.merged_dims((2, 3), (4, 3)) is None
     assert shaped.sum_axes((4, 5, 3), (1, 3)) == (0, 1)
     assert shaped.sum_axes((4, 3), (4, 2)) is None
+
+
+def test_input_signature_takes_a_device_array_without_a_host_copy():
+    spec = [gc.TensorSpec([None], F32)]
+    x = cuda.to_device(np.float32([1.5, -2.0, 3.0]))
+    f = gc.function(lambda a: a * 2.0, input_signature=spec, backend="cuda")
+    f(x)
+    runs = CudaRuns()
+    with runs.count():
+        got = f(x)
+    assert runs.d2h == 0 and runs.h2d == 0
+    np.testing.assert_array_equal(got.numpy(), [3.0, -4.0, 6.0])
+    on_host = gc.function(lambda a: a * 2.0, input_signature=spec, backend="numpy")
+    np.testing.assert_array_equal(on_host(x).numpy(), [3.0, -4.0, 6.0])   # one copy there
+    with pytest.raises(TypeError, match="dtype float64"):
+        f(cuda.to_device(np.float64([1.0])))

@@ -3,7 +3,8 @@ values in device memory.
 
 Each fusion group goes to `lowering.lower_group` (single-op groups too) and runs as its
 kernel; matmul goes to `lowering.matmul`; reshape/expand_dims/squeeze of a contiguous array
-are device views; variable reads and updates act on the variable's device copy; cond/while
+are device views (their shape found at run time under None dims); broadcast_to and
+sum_to_shape of run-time shapes run on the device (shaped.py); variable reads and updates act on the variable's device copy; cond/while
 branch on a predicate copied to the host (one sync per branch / per iteration) and run their
 bodies as nested plans on the device. Every other op falls back: its inputs are copied to
 the host, its numpy rule runs, and its results are copied to the device only when a device
