@@ -14,7 +14,6 @@ the caller runs the numpy rule, which also raises the located error for bad shap
 """
 import threading
 
-import numpy as np
 from numba import cuda
 
 from . import codegen, device
