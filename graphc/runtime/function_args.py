@@ -162,7 +162,13 @@ def _conform_leaf(fname, name, v, spec):
         if dtype is not spec.dtype:
             raise TypeError(f"{fname}(): argument '{name}' has dtype {dtype.name} but "
                             f"input_signature expects {spec!r}")
-        t = v if type(v) is Tensor else constant(v, spec.dtype)
+        if type(v) is Tensor:
+            t = v
+        elif hasattr(v, "__cuda_array_interface__") or hasattr(v, "copy_to_host"):
+            from .dispatch import convert_to_tensor     # a device array stays on the device:
+            t = convert_to_tensor(v)                   # no host copy (dtype checked above)
+        else:
+            t = constant(v, spec.dtype)
     else:
         try:
             t = constant(v, spec.dtype)

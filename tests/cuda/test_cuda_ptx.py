@@ -1,6 +1,6 @@
-"""The plumbing's own kernels (variable updates, device checks) compile to PTX for sm_90 with the real
-NVVM, in a process without the simulator (no GPU needed): code the simulator accepts but
-the real compiler rejects fails here."""
+"""The plumbing's own kernels (variable updates, device checks, run-time-shape broadcasts and
+fills) compile to PTX for sm_90 with the real NVVM, in a process without the simulator (no
+GPU needed): code the simulator accepts but the real compiler rejects fails here."""
 import os
 import subprocess
 import sys
@@ -11,7 +11,7 @@ pytest.importorskip("numba_cuda")
 
 SCRIPT = """
 from numba import cuda, types
-from graphc.kernels.cuda import checks, updates
+from graphc.kernels.cuda import checks, shaped, updates
 done = []
 i64 = types.Array(types.int64, 1, "C")
 for name, fn in updates.KERNEL_SOURCES.items():
@@ -26,6 +26,13 @@ for t in (types.int32, types.int64):        # graphc's integer dtypes
                               (arr, arr, i64, i64, i64, types.int64, types.int64), cc=(9, 0))
     assert ".target sm_90" in ptx and "atom.global" in ptx and "membar.sys" in ptx, ptx[:400]
     done.append(f"check_ids:{t}")
+for t in (types.int32, types.int64, types.float32, types.float64, types.boolean):
+    arr = types.Array(t, 1, "C")
+    for name, ints in (("broadcast", 7), ("fill", 0)):     # run-time shapes (shaped.py)
+        ptx, _ = cuda.compile_ptx(shaped.KERNEL_SOURCES[name], (arr, arr) + (types.int64,) * ints,
+                                  cc=(9, 0))
+        assert ".target sm_90" in ptx and ".visible .entry" in ptx, ptx[:400]
+        done.append(f"{name}:{t}")
 print(len(done))
 """
 
@@ -36,4 +43,4 @@ def test_update_kernels_compile_to_ptx_for_sm90():
     r = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
                        env=env, cwd=root, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.strip() == "17"
+    assert r.stdout.strip() == "27"

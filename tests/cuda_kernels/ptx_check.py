@@ -151,6 +151,13 @@ for dt in cases.FLOATS + cases.INTS:
                 report.setdefault("fold_fma", {})[dt.name] = sorted(set(re.findall(
                     r"\b(fma\.\w+|mul\.rn)\.f(?:32|64)", ptx)))
 
+# sum_to_shape's reductions at run-time shapes (shaped.py: one keepdims reduce_sum group of
+# unknown dims), as a row and as a column sum
+from graphc.kernels.cuda import shaped  # noqa: E402
+for dt, axes, want in (("float32", (1,), "row"), ("float64", (0,), "two_pass")):
+    grp = shaped._sum_kernel(dt, 2, axes).group
+    compile_plan(f"sum_to_shape_{dt}", grp, ((8, 16),), want)
+
 for dt in ("float32", "float64", "int32", "int64"):
     for ta in (False, True):
         for tb in (False, True):

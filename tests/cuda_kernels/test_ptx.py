@@ -39,6 +39,8 @@ def test_every_kernel_kind_compiles_to_ptx(report):
             assert any(k.startswith(f"reduce_{kind}_{dt}_1/") and ":row:" in k
                        for k in report["kernels"]), (kind, dt)
     assert len([k for k in report["kernels"] if k.startswith("gemm_")]) == 16
+    for label, kind in (("sum_to_shape_float32", "row"), ("sum_to_shape_float64", "two_pass")):
+        assert any(k.startswith(f"{label}:{kind}:") for k in report["kernels"]), label
 
 
 @pytest.mark.parametrize("dtype,suffix", [("float32", "f"), ("float64", "")])

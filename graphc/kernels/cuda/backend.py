@@ -3,7 +3,8 @@ values in device memory.
 
 Each fusion group goes to `lowering.lower_group` (single-op groups too) and runs as its
 kernel; matmul goes to `lowering.matmul`; reshape/expand_dims/squeeze of a contiguous array
-are device views; variable reads and updates act on the variable's device copy; cond/while
+are device views (their shape found at run time under None dims); broadcast_to and
+sum_to_shape of run-time shapes run on the device (shaped.py); variable reads and updates act on the variable's device copy; cond/while
 branch on a predicate copied to the host (one sync per branch / per iteration) and run their
 bodies as nested plans on the device. Every other op falls back: its inputs are copied to
 the host, its numpy rule runs, and its results are copied to the device only when a device
@@ -34,8 +35,10 @@ VIEW_OPS = ("reshape", "expand_dims", "squeeze")
 VAR_OPS = ("read_variable", "assign_variable", "assign_add_variable", "assign_sub_variable")
 CHECK_OPS = ("check_class_ids",)   # result = first input once the check passes
 # read only their first input's shape (a dynamic-shape graph's shape vectors, run-time
-# shape checks, an unbroadcast that finds nothing to sum): no copy of it to the host
-SHAPE_OPS = ("shape", "check_shape", "sum_to_shape")
+# shape checks): no copy of it to the host
+SHAPE_OPS = ("shape", "check_shape")
+# run-time shapes (None dims), data on the device: shaped.py
+SHAPED_OPS = ("broadcast_to", "sum_to_shape")
 
 
 def _device():
@@ -99,6 +102,12 @@ class Plan:
         self.pool = Pool()      # nested plans use their top-level call's
         self.single = single_kernel(self)      # one kernel step: its fast path (single.py)
 
+    @staticmethod
+    def rule(op):
+        """`op`'s numpy rule with its attrs."""
+        impl = REGISTRY[op.type].numpy
+        return partial(impl, **op.attrs) if op.attrs else impl
+
     def _add(self, fn, needs, ins, outs, op, rec):
         self.steps.append((fn, needs, ins, outs, op, rec))
         self.records.append(rec)
@@ -107,15 +116,25 @@ class Plan:
         ins = tuple(index[id(v)] for v in op.inputs)
         outs = tuple(index.setdefault(id(v), len(index)) for v in op.outputs)
         what = f"{op.type} '{op.name}'"
-        impl = REGISTRY[op.type].numpy
-        rule = partial(impl, **op.attrs) if op.attrs else impl
+        rule = self.rule(op)
         if op.type == "matmul":
             rec = Record(what, "kernel", "lowering.matmul (not run yet; falls back if the "
                          "lowering has no kernel for it)")
             self._add(self._matmul_step(op, rule, rec), "mixed", ins, outs, op, rec)
-        elif op.type in VIEW_OPS and _static(op.outputs[0]):
-            rec = Record(what, "device view", "no copy when the input is contiguous")
+        elif op.type in VIEW_OPS:
+            rec = Record(what, "device view", "no copy when the input is contiguous" + (
+                "" if _static(op.outputs[0]) else "; its shape found at run time"))
             self._add(self._view_step(op, rule, rec), "mixed", ins, outs, op, rec)
+        elif op.type in SHAPED_OPS:
+            from . import shaped
+            if op.type == "broadcast_to":
+                rec = Record(what, "kernel", "shaped.broadcast (not run yet)")
+                step = shaped.broadcast_step(self, op, rec)
+            else:
+                rec = Record(what, "device", "its input itself when there is nothing to "
+                             "sum, else a reduction kernel (shapes read on the host)")
+                step = shaped.sum_to_shape_step(self, op, rec)
+            self._add(step, "mixed", ins, outs, op, rec)
         elif op.type in SHAPE_OPS:
             rec = Record(what, "host", "reads only its input's shape (no copy of its data)")
             self._add(self._shape_step(op, rule, rec), "mixed", ins, outs, op, rec)
@@ -186,11 +205,17 @@ class Plan:
         return run
 
     def _view_step(self, op, rule, rec):
-        shape = op.outputs[0].type.shape
+        shape = op.outputs[0].type.shape if _static(op.outputs[0]) else None
+        is_device = self.dev.is_device
 
         def run(env, ins, outs):
             d = env.dev_value(ins[0])
-            v = self.dev.view(d, shape) if d is not None else None
+            s = shape
+            if s is None and d is not None:     # None dims: the rule on a stand-in of d
+                # (no memory) gives the shape (a -1 resolved) or raises the rule's error
+                rest = [env.host(i) for i in ins[1:]]       # a small shape vector
+                s = rule(stand_ins([d], is_device)[0], *rest).shape
+            v = self.dev.view(d, s) if d is not None else None
             if v is None:       # on the host, or not contiguous: the rule, on the host
                 rec.why = ("last run: its input was on the host" if d is None else
                            "last run: its input was not contiguous")
@@ -205,13 +230,12 @@ class Plan:
         def run(env, ins, outs):
             x = env.any(ins[0])
             rest = [env.host(i) for i in ins[1:]]          # small shape vectors
-            if not is_device(x) or (op.type == "sum_to_shape" and
-                                    tuple(int(d) for d in rest[0]) != tuple(x.shape)):
-                return self._fallback(env, rule, ins, outs, op)     # data, or a real sum
+            if not is_device(x):
+                return self._fallback(env, rule, ins, outs, op)
             # x's shape and dtype, no memory; an error is located as any mixed step's (run)
             r = rule(stand_ins([x], is_device)[0], *rest)
             STATS.add("device_ops")
-            env.put(outs[0], r if op.type == "shape" else x)    # the others: x itself
+            env.put(outs[0], r if op.type == "shape" else x)    # check_shape: x itself
         return run
 
     def _fallback(self, env, rule, ins, outs, op):
@@ -307,8 +331,6 @@ def _static(value):
 def _fallback_reason(op, group_why):
     if group_why:
         return group_why
-    if op.type in VIEW_OPS:
-        return "its result shape is not known when tracing (a view needs it)"
     return f"no CUDA path for {op.type}: its numpy rule runs on the host copy"
 
 
