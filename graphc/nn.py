@@ -6,7 +6,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from .runtime.autodiff.tape import stop_gradient
-from .runtime.context import composite_errors, located_errors
+from .runtime.context import composite_errors, located_errors, recording_tapes
 from .runtime.dispatch import convert_to_tensor
 from .runtime.ops import elementwise as _ew
 from .runtime.dispatch import constant
@@ -18,20 +18,32 @@ from .runtime.ops.math_extras import _float
 _E = _ew.PUBLIC
 
 
+def _no_gradient_at_nan(x):
+    """`x` itself, but with no gradient where it is NaN, so that relu's maximum(0, x) gives
+    x the gradient only where x > 0, as TF's ReluGrad / Relu6Grad: maximum(0, x) alone
+    passes it on at NaN (0 >= NaN is False; TF's MaximumGrad does the same, so maximum's
+    rule stays). maximum(x, -inf) is x bit for bit, and MaximumGrad's x >= -inf is False
+    only at NaN; the simplifier folds it away, so the compiled forward is maximum(0, x)
+    alone. Eagerly it runs only while a tape records (gradients are built then)."""
+    if not x.dtype.is_floating or not (x.is_symbolic or recording_tapes()):
+        return x
+    return _E["maximum"](x, -math.inf)
+
+
 @composite_errors("relu")
 def relu(features, name=None):
     """max(features, 0). Written maximum(0, x): maximum's gradient goes to its first operand
-    on a tie, so x gets none at 0, as TF's ReluGrad (x > 0)."""
+    on a tie, so x gets none at 0, as TF's ReluGrad (x > 0); none at NaN either."""
     x = convert_to_tensor(features)
-    return _E["maximum"](0, x)
+    return _E["maximum"](0, _no_gradient_at_nan(x))
 
 
 @composite_errors("relu6")
 def relu6(features, name=None):
     """min(max(features, 0), 6), with the constants first so that, as TF's Relu6Grad, x has
-    gradient only where 0 < x < 6 (ties go to the first operand)."""
+    gradient only where 0 < x < 6 (ties go to the first operand; none at NaN)."""
     x = convert_to_tensor(features)
-    return _E["minimum"](6, _E["maximum"](0, x))
+    return _E["minimum"](6, _E["maximum"](0, _no_gradient_at_nan(x)))
 
 
 @composite_errors("leaky_relu")

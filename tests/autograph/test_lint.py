@@ -200,3 +200,37 @@ def prints_formatted_tensor(x):
 def test_print_of_a_formatted_tensor_warns():
     ws = lint_warnings(prints_formatted_tensor, gc.constant(1.0))
     assert len(ws) == 1 and at(ws[0], "fstring-line")
+
+
+class LazyDense:
+    """TF's lazy-build idiom with numpy initial values: a Variable's initial value is
+    computed once by design, so the np.random / random calls in its arguments are not
+    flagged; np.random elsewhere still is."""
+    def __init__(self):
+        self.w = self.b = None
+
+    @gc.function
+    def __call__(self, x):
+        if self.w is None:
+            self.w = gc.Variable(np.random.default_rng(0).normal(size=(3,)).astype(np.float32))
+            self.b = gc.Variable(initial_value=np.float32(random.Random(1).random()) * 0.0)
+        noise = np.random.default_rng(2).normal()  # noise-line
+        return gc.reduce_sum(self.w * x) + self.b + noise * 0.0
+
+
+def test_np_random_in_a_variable_constructor_does_not_warn_elsewhere_it_does():
+    layer = LazyDense()
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        got = layer(gc.constant(np.ones(3, np.float32)))
+    ws = [w for w in rec if issubclass(w.category, TraceTimeSideEffectWarning)]
+    assert len(ws) == 1 and at(ws[0], "noise-line") and "np.random" in str(ws[0].message)
+    want = np.random.default_rng(0).normal(size=(3,)).astype(np.float32).sum()
+    np.testing.assert_allclose(float(got), want, rtol=1e-6)
+
+
+def test_variable_initial_values_carry_no_lint_comment_in_to_code():
+    src = gc.autograph.to_code(LazyDense.__call__.python_function)
+    comments = [ln.strip() for ln in src.splitlines() if ln.strip().startswith("# graphc lint")]
+    assert len(comments) == 1 and f"(line {line_of('noise-line')})" in comments[0], src
+    assert src.count("call_initial_value(") >= 3, src   # default_rng, normal, astype, ...

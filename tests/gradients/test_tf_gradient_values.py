@@ -132,3 +132,25 @@ def test_mod_second_derivative_is_none(backend):
     np.testing.assert_array_equal(gx, [1.0, 1.0])
     np.testing.assert_array_equal(gy, [-3.0, 2.0])
     assert second == [None, None]
+
+
+@pytest.mark.parametrize("backend", RUNS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_and_relu6_give_no_gradient_at_nan(backend, dtype):
+    """TF's ReluGrad / Relu6Grad pass the gradient only where x > 0 (and x < 6): 0 at NaN,
+    where maximum(0, x) passed it on. TF's MaximumGrad / MinimumGrad do give a NaN operand
+    the second operand the gradient when the compare is False (NaN anywhere): so
+    maximum(0, NaN) gives it to the NaN, minimum(NaN, 6) to the 6; graphc's rules keep that."""
+    x = np.array([nan, -1, 0, -0.0, 3, 6, 7, inf, -inf], dtype)
+
+    def fn(x, y):
+        with gc.GradientTape(persistent=True) as tape:
+            tape.watch([x, y])
+            outs = [gc.nn.relu(x), gc.nn.relu6(x), gc.maximum(0.0, y), gc.minimum(y, 6.0)]
+        return [tape.gradient(o, x if i < 2 else y) for i, o in enumerate(outs)]
+    relu, relu6, dmax, dmin = run(fn, backend, gc.constant(x),
+                                  gc.constant(np.array([nan, 1], dtype)))
+    check(relu, [0, 0, 0, 0, 1, 1, 1, 1, 0], dtype)
+    check(relu6, [0, 0, 0, 0, 1, 0, 0, 0, 0], dtype)
+    check(dmax, [1, 1], dtype)
+    check(dmin, [0, 1], dtype)

@@ -126,13 +126,15 @@ def test_shape_ops_and_tensor_constants():
 
 @pytest.mark.parametrize("exclusive,reverse", [(False, False), (True, False), (False, True),
                                                (True, True)])
-def test_cumsum_unstack_and_tile(exclusive, reverse):
+def test_cumsum_cumprod_unstack_and_tile(exclusive, reverse):
     def f(m, n):
         acc = gc.zeros([3], gc.int32)
         for i in gc.range(n):
             c = gc.cumsum(m * (i + 1), axis=1, exclusive=exclusive, reverse=reverse)  # [2, 3]
+            p = gc.math.cumprod(m + i, axis=0, exclusive=exclusive, reverse=reverse)
             first, second = gc.unstack(c)
             acc = acc + first - second + gc.reduce_sum(gc.tile(c, [2, 1]), axis=0)
+            acc = acc + gc.reduce_sum(p, axis=0)
             x0, x1, x2 = gc.unstack(acc)               # scalars
             acc = acc + x0 * x2 - x1
         return acc

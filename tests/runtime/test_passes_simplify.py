@@ -175,6 +175,22 @@ def test_where_of_one_value_is_that_value():
                           np.array([[True, False, True]] * 2)])
 
 
+def test_relu_forward_is_one_maximum_once_simplified():
+    """relu's maximum(x, -inf) only steers the gradient (none at NaN, as TF's ReluGrad):
+    the optimized forward graph keeps maximum(0, x) (and relu6's minimum); so does
+    minimum(x, inf), either order, NaN and -0.0 bit for bit."""
+    def f(x):
+        return (gc.nn.relu(x), gc.nn.relu6(x), gc.minimum(x, np.inf), gc.maximum(-np.inf, x),
+                gc.maximum(x, 0.0))
+    g = graph_of(f, spec(None))
+    out = dce.run(apply(algebraic, g))
+    assert sorted(op.type for op in out.operations if op.type != "constant") == \
+        ["maximum", "maximum", "maximum", "minimum"]
+    xs = np.array([np.nan, -0.0, 0.0, -np.inf, np.inf, 7.0], np.float32)
+    same_outputs(g, out, [xs])
+    np.testing.assert_array_equal(np.signbit(run_graph(out, [xs])[2]), np.signbit(xs))
+
+
 def test_where_of_one_value_with_unknown_dims_keeps_its_broadcast():
     """c [?] and x [?] have equal static types, but c of 3 and x of 1 give 3 values (eager
     gc.where broadcasts); sigmoid's own where (c = x < low) still folds with unknown dims."""

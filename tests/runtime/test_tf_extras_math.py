@@ -13,7 +13,7 @@ SPECIAL = np.array([1, NAN, INF, -INF, 0], np.float32)
 Y = np.array([[1, 2], [3, 5]], np.float32)
 
 # every public name of tf.math / tf.linalg in TF 2.21 that gc.math / gc.linalg may carry
-TF_MATH = set("""abs add add_n argmax argmin ceil cos cumsum divide divide_no_nan equal erf
+TF_MATH = set("""abs add add_n argmax argmin ceil cos cumprod cumsum divide divide_no_nan equal erf
 exp floor floordiv floormod greater greater_equal is_finite is_inf is_nan less less_equal log
 log1p log_sigmoid log_softmax logical_and logical_not logical_or logical_xor maximum minimum
 mod multiply negative not_equal pow reciprocal reduce_all reduce_any reduce_euclidean_norm

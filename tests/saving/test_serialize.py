@@ -39,6 +39,7 @@ def shapes(x, k):
     g = gc.gather(t, idx) + x[..., ::-1] + x[1:, gc.shape(x)[0] - 1][:, None]
     r = gc.cast(gc.range(0, 6, 2), gc.float32) + gc.cumsum(x, axis=1, exclusive=True,
                                                           reverse=True)[0]
+    r = r + gc.math.cumprod(x, axis=1, exclusive=True)[1]
     s = (gc.reduce_sum(x, axis=0) + gc.reduce_max(x, 1, keepdims=True)[0]
          + gc.reduce_min(x) + gc.reduce_prod(x, axis=[0]))
     flags = gc.cast(gc.reduce_all(x > 0.0), gc.int32) + gc.cast(gc.reduce_any(k > 0), gc.int32)

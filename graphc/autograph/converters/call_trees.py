@@ -13,6 +13,27 @@ def is_ag(func):
         func.value.id == "ag__"
 
 
+def is_variable_constructor(func):
+    """`Variable(...)` / `gc.Variable(...)` / `tf.Variable(...)`, by name."""
+    return isinstance(func, gast.Name) and func.id == "Variable" or \
+        isinstance(func, gast.Attribute) and func.attr == "Variable"
+
+
+def _mark_initial_values(call):
+    """Calls in a Variable constructor's arguments compute its initial value, once by
+    design (TF's `if self.w is None: self.w = tf.Variable(np.random...)` lazy build): they
+    run through ag__.call_initial_value, which does not flag np.random / random / time.
+    Not inside a lambda, whose calls may run later."""
+    stack = list(call.args) + [k.value for k in call.keywords]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, gast.Lambda):
+            continue
+        if isinstance(x, gast.Call) and is_ag(x.func) and x.func.attr == "call":
+            x.func = n.ag("call_initial_value")
+        stack.extend(gast.iter_child_nodes(x))
+
+
 class _Calls(gast.NodeTransformer):
     def __init__(self):
         self.first_params = []
@@ -39,6 +60,8 @@ class _Calls(gast.NodeTransformer):
             return node
         if is_ag(f) or (isinstance(f, gast.Name) and f.id in _FRAME_SENSITIVE):
             return node
+        if is_variable_constructor(f):
+            _mark_initial_values(node)
         return n.copy_location(n.call(n.ag("call"), [f] + node.args, node.keywords), node)
 
 

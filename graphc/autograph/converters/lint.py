@@ -7,6 +7,7 @@ import gast
 
 from ..operators.lint import UNROLL_WARN_AT
 from ..pyct.analysis import LOOPS, SCOPES, assigned
+from .call_trees import is_variable_constructor
 
 _TRACE_ONLY_MODULES = {"np": "numpy", "numpy": "numpy", "random": "random", "time": "time"}
 
@@ -26,32 +27,39 @@ def find(fn):
     """[(line, kind, message)] for FunctionDef/Lambda `fn`, in source order."""
     found = []
 
-    def visit(node, loops):
+    def visit(node, loops, initial=False):
+        """initial: inside a Variable constructor's arguments (its initial value, computed
+        once by design: numpy / random / time calls are not flagged there)."""
         if isinstance(node, SCOPES) and node is not fn:
             if isinstance(node, (gast.FunctionDef, gast.Lambda)):
                 visit_children(node, [])
             return
         if isinstance(node, gast.Call):
-            _call(node, loops, found)
+            _call(node, loops, found, initial)
+            if is_variable_constructor(node.func):
+                visit(node.func, loops, initial)
+                for a in node.args + [k.value for k in node.keywords]:
+                    visit(a, loops, True)
+                return
         if isinstance(node, gast.For):
             _unroll(node, found)
         if isinstance(node, LOOPS):
-            visit(node.iter if isinstance(node, gast.For) else node.test, loops)
+            visit(node.iter if isinstance(node, gast.For) else node.test, loops, initial)
             for s in node.body + node.orelse:
-                visit(s, loops + [node])
+                visit(s, loops + [node], initial)
             return
-        visit_children(node, loops)
+        visit_children(node, loops, initial)
 
-    def visit_children(node, loops):
+    def visit_children(node, loops, initial=False):
         for c in gast.iter_child_nodes(node):
-            visit(c, loops)
+            visit(c, loops, initial)
 
     visit_children(fn, [])
     found.sort(key=lambda f: f[0])
     return found
 
 
-def _call(node, loops, found):
+def _call(node, loops, found, initial=False):
     f = node.func
     line = node.lineno
     if isinstance(f, gast.Name) and f.id == "print" and any(
@@ -61,6 +69,8 @@ def _call(node, loops, found):
     root = _root_name(f)
     if isinstance(f, gast.Attribute) and root in _TRACE_ONLY_MODULES:
         mod = _TRACE_ONLY_MODULES[root]
+        if initial:     # the initial value is computed once by design (numpy on a
+            return      # tensor there is still confirmed at run time)
         what = "is called once while tracing and sees no tensor values" if mod == "numpy" \
             else "runs only while tracing; its result is baked into the graph"
         fix = "gc.random.*" if mod != "numpy" or ".random" in _dotted(f) else "the gc.* op"

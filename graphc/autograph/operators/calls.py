@@ -20,6 +20,19 @@ def call(f, *args, **kwargs):
     return converted_callable(f)(*args, **kwargs)
 
 
+def call_initial_value(f, *args, **kwargs):
+    """call() for a call in a Variable constructor's arguments: it computes the variable's
+    initial value, once by design, so running only while tracing is not flagged there
+    (np.random, random, time); numpy on a tensor still is."""
+    special = _BUILTINS.get(id(f))
+    if special is not None and special[0] is f:
+        return special[1](*args, **kwargs)
+    if lint.tracing():
+        _lint_call(f, args, kwargs, initial_value=True)
+    from ..conversion import converted_callable
+    return converted_callable(f)(*args, **kwargs)
+
+
 def _any_symbolic(args, kwargs):
     return any(is_symbolic(a) for a in args) or any(is_symbolic(v) for v in kwargs.values())
 
@@ -111,7 +124,7 @@ _BUILTINS = {id(f): (f, impl) for f, impl in
 
 # -- lint of calls that run only at trace time -------------------------------------------
 
-def _lint_call(f, args, kwargs):
+def _lint_call(f, args, kwargs, initial_value=False):
     module = getattr(f, "__module__", None) or ""
     owner = getattr(f, "__self__", None)
     name = getattr(f, "__name__", "function")
@@ -119,11 +132,15 @@ def _lint_call(f, args, kwargs):
         if _any_symbolic(args, kwargs):
             lint.warn_once("numpy", f"np.{name}() on a tensor runs only while tracing and "
                            "cannot see the tensor's value; use the graphc op (gc.*) instead")
+        elif initial_value:
+            return
         elif module.startswith("numpy.random") or type(owner).__module__.startswith(
                 "numpy.random"):
             lint.warn_once("numpy", f"np.random.{name}() runs only while tracing: its result "
                            "is baked into the graph as a constant; use gc.random.* to draw "
                            "fresh numbers on every call")
+    elif initial_value:
+        return
     elif module == "random" or isinstance(owner, _random.Random):
         lint.warn_once("random", f"random.{name}() runs only while tracing: its result is "
                        "baked into the graph as a constant; use gc.random.* to draw fresh "

@@ -2,8 +2,8 @@
 
 A region is lowerable when every value in it is a scalar or a small tensor of static shape,
 and every op is an elementwise op with a scalar template, a reduction, argmax/argmin,
-cumsum, matmul, a simple shape op, a constant, an indexing `x[i, ...]` with ints and static
-slices, or a nested `while`/`cond` that is lowerable itself (tensor ops: `loops_tensor`;
+cumsum/cumprod, matmul, a simple shape op, a constant, an indexing `x[i, ...]` with ints and
+static slices, or a nested `while`/`cond` that is lowerable itself (tensor ops: `loops_tensor`;
 shape ops and indexing: `loops_shape`). The loop then runs as a native `while True:` with
 `if/else`, with no interpreter work per iteration; scalars are local variables and tensors
 preallocated buffers. Anything else raises NotLowerable with the reason (naming the op and

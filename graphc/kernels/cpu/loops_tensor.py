@@ -22,7 +22,7 @@ from ..fusion import SUPPORTED_DTYPES
 MAX_LOOP_TENSOR_ELEMENTS = 4096
 
 SUPPORTED_TENSOR_OPS = ("elementwise ops (with broadcasting), reduce_sum/prod/max/min/all/any, "
-                        "argmax/argmin, cumsum, matmul, reshape, expand_dims, squeeze, "
+                        "argmax/argmin, cumsum/cumprod, matmul, reshape, expand_dims, squeeze, "
                         "transpose, broadcast_to, concat, unstack, tile, gather, getitem with "
                         "ints, static slices and an index tensor, constants and nested "
                         "while/cond")
@@ -294,18 +294,20 @@ class TensorLowering:
         self.emit(d + 2, f"{pos} = {k}")
         self.emit(d, f"{res} = {t}({pos})")
 
-    def cumsum(self, op, env, depth, loc):
-        src = self.operand(op.inputs[0], env, f"cumsum {loc}: input")
+    def cumulative(self, op, env, depth, loc):
+        """cumsum and cumprod: a running sum / product along `axis`."""
+        src = self.operand(op.inputs[0], env, f"{op.type} {loc}: input")
         axis, exclusive, reverse = (op.attrs[k] for k in ("axis", "exclusive", "reverse"))
         buf, shape = self.result(op, env, loc)
         t = np_name(op.outputs[0].type.dtype)
         idx, d = self.nest(shape[:axis] + shape[axis + 1:], depth)
         acc, k = self.fresh("t"), self.fresh("k")
         at = ", ".join(idx[:axis] + [k] + idx[axis:])
-        self.emit(d, f"{acc} = {t}(0)  # cumsum {loc}")
+        start, kind = (0, "add") if op.type == "cumsum" else (1, "multiply")
+        self.emit(d, f"{acc} = {t}({start})  # {op.type} {loc}")
         n = shape[axis]
         self.emit(d, f"for {k} in " + (f"range({n} - 1, -1, -1):" if reverse else f"range({n}):"))
-        add = f"{acc} = {_arith('add', acc, f'{src}[{at}]', t)}"
+        add = f"{acc} = {_arith(kind, acc, f'{src}[{at}]', t)}"
         store = f"{buf}[{at}] = {acc}"
         for line in ((store, add) if exclusive else (add, store)):
             self.emit(d + 1, line)
@@ -337,7 +339,8 @@ class TensorLowering:
 # op type -> emitter method name (here or in loops_shape.ShapeLowering), for ops that are
 # not elementwise; getitem, constant, while and cond are dispatched by the emitter itself
 TENSOR_OPS = {"matmul": "matmul", "argmax": "argreduce", "argmin": "argreduce",
-              "cumsum": "cumsum", **{k: "reduction" for k in REDUCTION_OPS},
+              "cumsum": "cumulative", "cumprod": "cumulative",
+              **{k: "reduction" for k in REDUCTION_OPS},
               "reshape": "relayout", "expand_dims": "relayout", "squeeze": "relayout",
               "transpose": "transpose", "broadcast_to": "broadcast_to", "concat": "concat",
               "unstack": "unstack", "tile": "tile", "gather": "gather"}

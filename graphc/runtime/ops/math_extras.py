@@ -10,7 +10,7 @@ from ..context import composite_errors
 from ..dispatch import constant, convert_like, convert_to_tensor
 from ..tensor import OPS as P
 from ._rules import FLOAT, NUMERIC, check_kind
-from .reduce import normalize_axes, normalize_axis
+from .reduce import cumprod, normalize_axes, normalize_axis
 
 
 def _float(op, x):
@@ -229,7 +229,7 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
 clip_by_global_norm = composite_errors("clip_by_global_norm")(clip_by_global_norm)
 
 PUBLIC = {"norm": norm, "clip_by_norm": clip_by_norm, "clip_by_global_norm": clip_by_global_norm}
-MATH = {"is_nan": is_nan, "is_inf": is_inf, "is_finite": is_finite,
+MATH = {"cumprod": cumprod, "is_nan": is_nan, "is_inf": is_inf, "is_finite": is_finite,
         "divide_no_nan": divide_no_nan, "squared_difference": squared_difference,
         "log_sigmoid": log_sigmoid, "reciprocal": reciprocal, "reduce_variance": reduce_variance,
         "reduce_std": reduce_std, "reduce_euclidean_norm": reduce_euclidean_norm}

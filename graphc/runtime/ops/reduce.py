@@ -1,4 +1,4 @@
-"""Reductions (sum, max, ... over axes), arg-reductions and cumulative sums.
+"""Reductions (sum, max, ... over axes), arg-reductions and cumulative sums and products.
 
 Primitives keep the input dtype exactly (TF semantics: an int32 sum stays int32);
 `reduce_mean` and `reduce_logsumexp` are composites, so they get gradients and fusion free.
@@ -156,16 +156,37 @@ def _extremum_vjp(gs, outs, ins, axis, keepdims):
 
 
 def _prod_vjp(gs, outs, ins, axis, keepdims):
-    """d prod / d x_i = product of the others, exact also where x has zeros."""
+    """d prod / d x_i = the product of the others, never divided out (so zeros, inf and NaN
+    elsewhere in the row count as TF counts them: [1, nan, 3] gives [nan, 3, nan]). TF's
+    _ProdGrad: the reduced axes packed into one (row-major), exclusive cumprods from both
+    ends multiplied; its second derivative is cumprod's (TF's div_no_nan rule)."""
     from .elementwise import PUBLIC as E
+    from .shape import shape as _shape, reshape, transpose, _reshape_like
     x = ins[0]
     g = _expand_reduced(gs[0], x, axis, keepdims)
-    is_zero = E["equal"](x, 0)
-    nonzero = E["where"](is_zero, 1, x)
-    prod_nz = PUBLIC["reduce_prod"](nonzero, axis, keepdims=True)
-    zeros = PUBLIC["reduce_sum"](E["cast"](is_zero, x.dtype), axis, keepdims=True)
-    others = E["where"](is_zero, E["where"](E["equal"](zeros, 1), prod_nz, 0),
-                        E["where"](E["equal"](zeros, 0), E["divide"](prod_nz, nonzero), 0))
+    if not axis:
+        return [g]
+    axes, n = tuple(axis), x.ndim
+    perm = None
+    if axes != tuple(range(axes[0], axes[-1] + 1)):       # not adjacent: move them first
+        perm = axes + tuple(i for i in range(n) if i not in axes)
+        x = transpose(x, perm)
+        axes = tuple(range(len(axes)))
+    lo, hi = axes[0], axes[-1] + 1
+    packed = x
+    if hi - lo > 1:
+        dims = list(x.shape)
+        if None in dims[:lo] + dims[hi:]:
+            s = _shape(x)
+            dims = [s[i] for i in range(n)]
+        packed = reshape(x, dims[:lo] + [-1] + dims[hi:])
+    left = cumprod(packed, lo, exclusive=True)
+    right = cumprod(packed, lo, exclusive=True, reverse=True)
+    others = E["multiply"](left, right)
+    if packed is not x:
+        others = _reshape_like(others, x)
+    if perm is not None:
+        others = transpose(others, [perm.index(i) for i in range(n)])
     return [E["multiply"](g, others)]
 
 
@@ -299,25 +320,39 @@ def _public_arg(name):
 PUBLIC.update(argmax=_public_arg("argmax"), argmin=_public_arg("argmin"))
 
 
-def _cumsum_infer(types, axis, exclusive, reverse):
-    t = types[0]
-    check_kind("cumsum", t, NUMERIC)
-    _check_axes("cumsum", t, (axis,))
-    return [t]
+def _cum_register(name, np_fn, identity, vjp):
+    def infer(types, axis, exclusive, reverse):
+        t = types[0]
+        check_kind(name, t, NUMERIC)
+        _check_axes(name, t, (axis,))
+        return [t]
+
+    def impl(x, axis, exclusive, reverse):
+        y = np.flip(x, axis) if reverse else x
+        with np.errstate(all="ignore"):
+            out = np_fn(y, axis=axis, dtype=x.dtype)
+        if exclusive and out.shape[axis]:
+            first = np.full_like(np.take(out, [0], axis=axis), identity)
+            out = np.concatenate([first, np.take(out, np.arange(out.shape[axis] - 1),
+                                                 axis=axis)], axis)
+        return np.flip(out, axis) if reverse else out
+    register(name, infer, impl, kind=OPAQUE, vjp=vjp)
 
 
-def _cumsum_impl(x, axis, exclusive, reverse):
-    y = np.flip(x, axis) if reverse else x
-    out = np.cumsum(y, axis=axis, dtype=x.dtype)
-    if exclusive and out.shape[axis]:
-        out = np.concatenate([np.zeros_like(np.take(out, [0], axis=axis)),
-                              np.take(out, np.arange(out.shape[axis] - 1), axis=axis)], axis)
-    return np.flip(out, axis) if reverse else out
+def _cumprod_vjp(gs, outs, ins, axis, exclusive, reverse):
+    """TF's _CumprodGrad: cumsum(cumprod(x) * g) the other way, div_no_nan by x (so 0 where x
+    is 0, as TF, though the true derivative there need not be)."""
+    from .elementwise import PUBLIC as E
+    from .math_extras import divide_no_nan
+    out = bind("cumsum", E["multiply"](outs[0], gs[0]), axis=axis, exclusive=exclusive,
+               reverse=not reverse)
+    return [divide_no_nan(out, ins[0])]
 
 
-register("cumsum", _cumsum_infer, _cumsum_impl, kind=OPAQUE,
-         vjp=lambda gs, outs, ins, axis, exclusive, reverse: [bind(
-             "cumsum", gs[0], axis=axis, exclusive=exclusive, reverse=not reverse)])
+_cum_register("cumsum", np.cumsum, 0,
+              lambda gs, outs, ins, axis, exclusive, reverse: [bind(
+                  "cumsum", gs[0], axis=axis, exclusive=exclusive, reverse=not reverse)])
+_cum_register("cumprod", np.cumprod, 1, _cumprod_vjp)
 
 
 # -- sum_to_shape: undoing a broadcast whose axes are known only at run time ------------------
@@ -345,6 +380,13 @@ def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
     """Running sum along `axis` (TF's `exclusive` and `reverse` options supported)."""
     x = convert_to_tensor(x)
     return bind("cumsum", x, axis=normalize_axis("cumsum", axis, x.ndim),
+                exclusive=bool(exclusive), reverse=bool(reverse))
+
+
+def cumprod(x, axis=0, exclusive=False, reverse=False, name=None):
+    """Running product along `axis`, as tf.math.cumprod (`exclusive` starts from 1)."""
+    x = convert_to_tensor(x)
+    return bind("cumprod", x, axis=normalize_axis("cumprod", axis, x.ndim),
                 exclusive=bool(exclusive), reverse=bool(reverse))
 
 

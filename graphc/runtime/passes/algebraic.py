@@ -3,8 +3,9 @@
 x*1, 1*x, x+0, 0+x, x-0, x/1, negative(negative(x)), cast to the same dtype, reshape or
 broadcast_to the same static shape, transpose by the identity permutation, transpose
 of transpose (removed, or merged into one transpose), stop_gradient (an identity once
-the graph is traced: gradients were built while tracing, before any pass runs), and
-where(c, x, x) (sigmoid selects x or stop_gradient(x) only to steer its gradient).
+the graph is traced: gradients were built while tracing, before any pass runs),
+where(c, x, x) (sigmoid selects x or stop_gradient(x) only to steer its gradient), and
+maximum(x, -inf) and minimum(x, inf) (relu steers its gradient at NaN with the first).
 An elementwise op with several operands also reads a `broadcast_to(x)` operand as `x`
 when its own broadcasting gives the same result type (a reduction's gradient `g * exp(z)`
 needs no materialized [128, 10] copy of g: the multiply broadcasts the [128, 1] itself).
@@ -94,6 +95,15 @@ def _divide(rw, ins, attrs):
     return ins[0] if _is(rw, ins[1], 1) else None
 
 
+def _bound(limit):
+    """maximum(x, -inf) and minimum(x, inf) (either order) are x bit for bit, NaN and -0.0
+    included (relu's maximum(x, -inf) only steers the gradient: none at NaN)."""
+    def rule(rw, ins, attrs):
+        x, y = ins
+        return y if _is(rw, x, limit) else x if _is(rw, y, limit) else None
+    return rule
+
+
 def _negative(rw, ins, attrs):
     inner = rw.producer(ins[0])
     return inner.inputs[0] if inner is not None and inner.type == "negative" else None
@@ -148,4 +158,5 @@ def _shaped_by(rw, c, x):
 _RULES = {"multiply": _multiply, "add": _add, "subtract": _subtract, "divide": _divide,
           "negative": _negative, "cast": _cast, "reshape": _same_static_shape,
           "broadcast_to": _same_static_shape, "transpose": _transpose,
-          "stop_gradient": lambda rw, ins, attrs: ins[0], "where": _where}
+          "stop_gradient": lambda rw, ins, attrs: ins[0], "where": _where,
+          "maximum": _bound(-np.inf), "minimum": _bound(np.inf)}
