@@ -5,32 +5,9 @@ import numpy as np
 import pytest
 
 import graphc as gc
+from tf_values import RUNS, check, first_and_second, run
 
 inf, nan = np.inf, np.nan
-RUNS = [None, "numpy", "auto"]
-
-
-def run(fn, backend, *args):
-    return (fn if backend is None else gc.function(fn, backend=backend))(*args)
-
-
-def first_and_second(op):
-    """op(x), d sum(op(x)) / dx and d sum(that) / dx (nested tapes)."""
-    def fn(x):
-        with gc.GradientTape() as outer:
-            outer.watch(x)
-            with gc.GradientTape() as inner:
-                inner.watch(x)
-                y = op(x)
-            g = inner.gradient(y, x)
-        return y, g, outer.gradient(g, x)
-    return fn
-
-
-def check(got, want, dtype):
-    got = np.asarray(got)
-    assert got.dtype == dtype
-    np.testing.assert_allclose(got, np.asarray(want, dtype), rtol=2e-6, atol=0)
 
 
 @pytest.mark.parametrize("backend", RUNS)

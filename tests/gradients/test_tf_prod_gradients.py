@@ -3,42 +3,18 @@ divided by the element (which made [1, nan, 3] give NaN where TF gives 3), for a
 keepdims, float32/64, first and second derivatives, eagerly and in gc.function (numpy and
 auto backends); and gc.math.cumprod, which it is built from, as tf.math.cumprod. Every
 expected value is TF's (tf.GradientTape, eager), written as a literal."""
+import functools
+
 import numpy as np
 import pytest
 
 import graphc as gc
+from tf_values import RUNS, first_and_second, run
+from tf_values import check as _check
+
+check = functools.partial(_check, signed_zeros=True)    # equal signs of zeros too
 
 inf, nan = np.inf, np.nan
-RUNS = [None, "numpy", "auto"]
-
-
-def run(fn, backend, *args, **kw):
-    return (fn if backend is None else gc.function(fn, backend=backend, **kw))(*args)
-
-
-def first_and_second(op):
-    """op(x), d sum(op(x)) / dx and d sum(that) / dx (nested tapes)."""
-    def fn(x):
-        with gc.GradientTape() as outer:
-            outer.watch(x)
-            with gc.GradientTape() as inner:
-                inner.watch(x)
-                y = op(x)
-            g = inner.gradient(y, x)
-        return y, g, outer.gradient(g, x)
-    return fn
-
-
-def check(got, want, dtype):
-    got = np.asarray(got)
-    assert got.dtype == dtype
-    # equal NaN positions and signed zeros too (TF gives -0.0 where an odd number of -0 meet)
-    want = np.asarray(want, dtype)
-    np.testing.assert_allclose(got, want, rtol=2e-6, atol=0)
-    zero = want == 0
-    np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]))
-
-
 ROWS = [[1, nan, 3, 2], [inf, 1, -inf, 2], [-inf, 0, 5, 5], [0, 2, 3, 4], [0, 0, 3, 1],
         [inf, 0, 2, 1], [0, -0.0, 2, 1], [2, 3, 4, 0.5]]
 # TF's reduce_prod(ROWS, axis=1), its gradient and the gradient of sum(gradient)
