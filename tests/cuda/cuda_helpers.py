@@ -5,6 +5,7 @@ import contextlib
 import numpy as np
 
 import graphc as gc
+from graphc.bench.workloads import make_mlp_step
 
 TOL = {"float32": dict(rtol=2e-5, atol=1e-6), "float64": dict(rtol=1e-12, atol=1e-14)}
 
@@ -55,6 +56,17 @@ def agree(fn, *arrays, kernels=0, tol=TOL):
         else:
             np.testing.assert_array_equal(g, r)
     return runs
+
+
+def bench_mlp(backend, opt, n_in, **function_kw):
+    """The bench's relu MLP step (graphc.bench.workloads.make_mlp_step), n_in-6-3, with `opt`:
+    (the gc.function, its four variables). `function_kw` goes to gc.function."""
+    rng = np.random.default_rng(0)
+    params = [gc.Variable(rng.standard_normal((n_in, 6)).astype(np.float32) * 0.5),
+              gc.Variable(np.zeros(6, np.float32)),
+              gc.Variable(rng.standard_normal((6, 3)).astype(np.float32) * 0.5),
+              gc.Variable(np.zeros(3, np.float32))]
+    return gc.function(make_mlp_step(params, opt), backend=backend, **function_kw), params
 
 
 def mlp_step(backend):

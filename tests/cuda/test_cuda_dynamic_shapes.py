@@ -6,23 +6,16 @@ import pytest
 from numba import cuda
 
 import graphc as gc
-from graphc.bench.workloads import make_mlp_step
 from graphc.errors import InvalidArgumentError
 from graphc.kernels.cuda import shaped
-from cuda_helpers import CudaRuns
+from cuda_helpers import CudaRuns, bench_mlp
 
 F32 = gc.float32
 
 
 def _mlp(backend, opt):
-    rng = np.random.default_rng(0)
-    params = [gc.Variable(rng.standard_normal((8, 6)).astype(np.float32) * 0.5),
-              gc.Variable(np.zeros(6, np.float32)),
-              gc.Variable(rng.standard_normal((6, 3)).astype(np.float32) * 0.5),
-              gc.Variable(np.zeros(3, np.float32))]
     sig = [gc.TensorSpec([None, 8], F32), gc.TensorSpec([None], gc.int32)]
-    return gc.function(make_mlp_step(params, opt), backend=backend,
-                       input_signature=sig), params
+    return bench_mlp(backend, opt, 8, input_signature=sig)
 
 
 @pytest.mark.parametrize("make", [lambda: gc.optimizers.SGD(0.1),

@@ -6,10 +6,9 @@ import pytest
 from numba import cuda
 
 import graphc as gc
-from graphc.bench.workloads import make_mlp_step
 from graphc.errors import InvalidArgumentError
 from graphc.kernels.cuda import folding
-from cuda_helpers import CudaRuns, agree, mlp_step
+from cuda_helpers import CudaRuns, agree, bench_mlp, mlp_step
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")    # numpy's, edge values
 
@@ -24,12 +23,7 @@ OPTIMIZERS = {"sgd": (lambda: gc.optimizers.SGD(0.1), 21, 14),
 
 
 def _mlp(backend, opt):
-    rng = np.random.default_rng(0)
-    params = [gc.Variable(rng.standard_normal((4, 6)).astype(np.float32) * 0.5),
-              gc.Variable(np.zeros(6, np.float32)),
-              gc.Variable(rng.standard_normal((6, 3)).astype(np.float32) * 0.5),
-              gc.Variable(np.zeros(3, np.float32))]
-    return gc.function(make_mlp_step(params, opt), backend=backend), params
+    return bench_mlp(backend, opt, 4)
 
 
 def _data(n=3):
