@@ -228,16 +228,12 @@ class Function(TraceCache, HotEntries):
             if key is INLINE_SIGNATURE:
                 if self._traced:
                     return
-            elif key in self._cache or self._general_served(key):
+            elif key in self._cache or self._general_for(key) is not None:
                 return
             if len(self._inlined) >= INLINED_KEYS_MAX:
                 self._inlined = set()   # forgotten keys count again if traced: still monotonic
             self._inlined.add(key)
             self._inline_traces += 1
-
-    def _general_served(self, key):
-        return any(len(g) == len(key) and all(map(sig.matches, g, key))
-                   for g, _ in self._general)
 
     def _traced_inlined(self, key):
         """A real trace made for `key`: an inlined call counted for it is now this trace."""
@@ -306,9 +302,15 @@ class Function(TraceCache, HotEntries):
             done.set()
 
     def _general_match(self, key):
+        cf = self._general_for(key)
+        if cf is not None:
+            self._cache[key] = cf
+        return cf
+
+    def _general_for(self, key):
+        """The trace with None dims that serves `key`, or None."""
         for general, cf in self._general:
             if len(general) == len(key) and all(map(sig.matches, general, key)):
-                self._cache[key] = cf
                 return cf
         return None
 
