@@ -7,15 +7,22 @@ import numpy as np
 from . import dtypes as _dt
 from .runtime.autodiff.tape import stop_gradient
 from .runtime.context import composite_errors, located_errors, recording_tapes
-from .runtime.dispatch import convert_to_tensor
+from .runtime.dispatch import constant, convert_to_tensor
 from .runtime.ops import elementwise as _ew
-from .runtime.dispatch import constant
 from .runtime.ops._rules import INTEGER, NUMERIC as _NUMERIC, check_kind
 from .runtime.ops.reduce import PUBLIC as _R, normalize_axis, normalize_axes
 from .runtime.ops.indexing import check_class_ids, one_hot as _one_hot
 from .runtime.ops.math_extras import _float
 
 _E = _ew.PUBLIC
+
+
+def _with_dtype_of(v, x):
+    """A tensor or Variable `v` as it is (its dtype checked by the caller's op); other data
+    (Python lists, numpy arrays) converted to `x`'s dtype, as TF converts an op's inputs."""
+    if type(v) is type(x) or hasattr(v, "_as_tensor"):
+        return convert_to_tensor(v)
+    return convert_to_tensor(v, x.dtype)
 
 
 def _no_gradient_at_nan(x):
@@ -133,9 +140,7 @@ def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=No
     op = "softmax_cross_entropy_with_logits"
     x = _float(op, logits)
     # as TF, labels of any dtype are cast to the logits' (int or bool one-hot rows included)
-    y = convert_to_tensor(labels) if type(labels) is type(x) or hasattr(labels, "_as_tensor") \
-        else convert_to_tensor(labels, x.dtype)
-    y = _ew.cast(y, x.dtype)
+    y = _ew.cast(_with_dtype_of(labels, x), x.dtype)
     axis = normalize_axis(op, axis, x.ndim)
     from .runtime.ops.shape import check_shape
     y = check_shape(y, x, f"{op}: labels of shape {{got}} and logits of shape {{full}} must "
@@ -150,8 +155,7 @@ def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
     `labels` and `logits` must have one shape (no broadcasting), as in TF."""
     op = "sigmoid_cross_entropy_with_logits"
     x = _float(op, logits)
-    z = convert_to_tensor(labels) if type(labels) is type(x) or hasattr(labels, "_as_tensor") \
-        else convert_to_tensor(labels, x.dtype)
+    z = _with_dtype_of(labels, x)
     if tuple(z.shape) != tuple(x.shape) and None not in z.shape + x.shape:
         raise ValueError(f"{op}: logits and labels must have the same shape, got "
                          f"{list(x.shape)} and {list(z.shape)}")
@@ -208,8 +212,7 @@ def bias_add(value, bias, data_format=None, name=None):
     rank >= 2 and `bias`'s dtype."""
     op = "bias_add"
     v = convert_to_tensor(value)
-    b = convert_to_tensor(bias) if type(bias) is type(v) or hasattr(bias, "_as_tensor") \
-        else convert_to_tensor(bias, v.dtype)
+    b = _with_dtype_of(bias, v)
     if data_format is not None and not (isinstance(data_format, str) and (
             data_format.startswith("NC") or data_format.startswith("N")
             and data_format.endswith("C"))):
