@@ -79,6 +79,7 @@ def generate(spec, fname):
     from .codegen_chunks import CHECKED_FLAG, ChunkedBody, is_chunked_group
     from .codegen_columns import ColumnBody, is_column_group
     from .codegen_parallel import parallel_source, serial_source
+    from .hoist import hoist_invariants
     body_class = ColumnBody if is_column_group(spec) else _Body
     width = vector_width()
     chunked = has_fast_variant(spec.group) and is_chunked_group(spec)
@@ -90,7 +91,7 @@ def generate(spec, fname):
             body = ChunkedBody(spec, redo=not fast).lines()
         else:
             body = body_class(spec, fast).lines()
-        body = _widened(body, width)
+        body = _widened(hoist_invariants(body), width)
         src.extend(serial_source(base, _params(spec), body))
         src.extend(parallel_source(base, spec, body))
         src.append(f"{base} = njit(cache=True, nogil=True, error_model='numpy')({base})")
