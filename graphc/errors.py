@@ -13,6 +13,12 @@ class InvalidArgumentError(GraphcError, ValueError):
     """A graph assertion failed, or a compiled function got bad runtime input."""
 
 
+class NotFoundError(GraphcError, FileNotFoundError):
+    """A SavedModel or checkpoint path that does not exist: a GraphcError (API.md: graphc's
+    own errors) that is also the OSError TF raises for a missing SavedModel
+    ("SavedModel file does not exist at ...")."""
+
+
 class ResourceExhaustedError(GraphcError, MemoryError):
     """An op's result does not fit in memory (as TF's ResourceExhaustedError)."""
 

@@ -290,6 +290,11 @@ def _while_loop(cond, body, loop_vars, shape_invariants, maximum_iterations, _na
     if shape_invariants is not None:
         shapes = lv.flatten_invariants([shape_invariants] if single else shape_invariants, vars_)
     g = current_graph()
+    if g is None and not converted:
+        # as TF's eager while_loop (and the traced loop): Python numbers enter as tensors,
+        # so the result is tensors, e.g. while_loop(c, b, (0, 0.0)) gives int32/float32
+        vars_ = nest.pack_as(vars_, [convert_to_tensor(x) if is_number(x) else x
+                                     for x in leaves])
     if g is None:
         return lv.eager_while(cond, body, loop_vars, vars_, single, shapes, maximum_iterations,
                               names)

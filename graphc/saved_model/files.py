@@ -7,7 +7,7 @@ import json
 import os
 import tempfile
 
-from ..errors import GraphcError
+from ..errors import GraphcError, NotFoundError
 
 MAGIC = b"graphc-saved-model"
 FORMAT_VERSION = 1
@@ -41,7 +41,7 @@ def read_json(path):
         with open(path, "rb") as f:
             raw = f.read()
     except FileNotFoundError:
-        raise GraphcError(f"{path}: file is missing; this directory is not a complete graphc "
+        raise NotFoundError(f"{path}: file is missing; this directory is not a complete graphc "
                           "SavedModel (save one with gc.saved_model.save)") from None
     except IsADirectoryError:
         raise GraphcError(f"{path}: is a directory, not a graphc SavedModel file") from None

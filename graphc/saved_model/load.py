@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from ..errors import GraphcError
+from ..errors import GraphcError, NotFoundError
 from ..runtime import context, signature as sig
 from ..runtime.concrete import ConcreteFunction
 from ..runtime.dispatch import convert_to_tensor
@@ -44,10 +44,13 @@ class LoadedObject(Module):
 
 def load(export_dir, backend="auto"):
     """Load a model written by `gc.saved_model.save`; its functions run on `backend`."""
-    from ..runtime.backends import check_backend
+    from ..runtime.backends import check_backend, get_backend
     check_backend(backend)
+    if backend != "auto":
+        get_backend(backend)    # an unavailable backend (cuda without a GPU) is the ValueError
+        # gc.function gives, naming what is missing, not "malformed SavedModel" later on
     if not os.path.isdir(export_dir):
-        raise GraphcError(f"{export_dir}: no such directory; give the directory "
+        raise NotFoundError(f"{export_dir}: no such directory; give the directory "
                           "gc.saved_model.save wrote")
     path = os.path.join(export_dir, JSON_NAME)
     data = files.read_json(path)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import GraphcError
+from ..errors import GraphcError, NotFoundError
 
 __all__ = ["FORMAT", "VERSION", "Entry", "Index", "write_tensors", "read_index", "read_tensor",
            "read_tensors", "index_path", "data_path", "checkpoint_files", "delete_files"]
@@ -293,8 +293,8 @@ def read_index(prefix):
     except FileNotFoundError:
         hint = ("pass the prefix, without '.index'" if path.endswith(".index.index") else
                 "gc.train.latest_checkpoint(directory) finds the newest one")
-        raise FileNotFoundError(f"no checkpoint at {os.fspath(prefix)!r}: {path} does not "
-                                f"exist ({hint})") from None
+        raise NotFoundError(f"no checkpoint at {os.fspath(prefix)!r}: {path} does not "
+                            f"exist ({hint})") from None
     try:
         doc = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys,
                          parse_constant=_reject_constant)

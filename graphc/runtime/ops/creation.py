@@ -51,8 +51,19 @@ register("fill", _fill_infer, lambda v, shape: np.full(shape, v), kind=ELEMENTWI
          scalar="{0}", vjp=lambda gs, outs, ins, shape: [OPS["reduce_sum"](gs[0])])
 
 
-def fill(dims, value, name=None):
-    """A tensor of shape `dims` with every element equal to `value` (its dtype)."""
+def _alias(op, tf_name, tf_value, api_name, api_value):
+    """TF's keyword (`tf_name`) or API.md's (`api_name`, keyword-only): exactly one."""
+    if (tf_value is None) == (api_value is None):
+        raise TypeError(f"{op}() needs `{tf_name}` (or `{api_name}=`), exactly once")
+    return api_value if tf_value is None else tf_value
+
+
+def fill(dims=None, value=None, name=None, *, shape=None):
+    """A tensor of shape `dims` with every element equal to `value` (its dtype).
+    `shape=` is accepted for `dims` (API.md writes `fill(shape, value)`)."""
+    dims = _alias("fill", "dims", dims, "shape", shape)
+    if value is None:
+        raise TypeError("fill() missing required argument: 'value'")
     shape = _static_shape("fill", dims)
     value = convert_to_tensor(value)
     if shape is None:
@@ -155,8 +166,10 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):
                            else constant(a, dtype) for a in args))
 
 
-def eye(num_rows, num_columns=None, dtype=_dt.float32, name=None):
-    """The identity matrix (num_rows x num_columns); the sizes may be traced scalars."""
+def eye(num_rows=None, num_columns=None, dtype=_dt.float32, name=None, *, n=None):
+    """The identity matrix (num_rows x num_columns); the sizes may be traced scalars.
+    `n=` is accepted for `num_rows` (API.md writes `eye(n, dtype=gc.float32)`)."""
+    num_rows = _alias("eye", "num_rows", num_rows, "n", n)
     dtype = _dt.as_dtype(dtype)
     if any(type(n) is Tensor and n.is_symbolic and static_value(n) is None
            for n in (num_rows, num_columns)):
