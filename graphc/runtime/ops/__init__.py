@@ -25,6 +25,8 @@ from . import einsum  # noqa: E402  (einsum: a composite of matmul, transpose, r
 PUBLIC.update(einsum.PUBLIC)
 from . import sorting  # noqa: E402  (sort, argsort; top_k in gc.math and gc.nn)
 PUBLIC.update(sorting.PUBLIC)
+from . import array_extras  # noqa: E402  (linspace, roll, repeat, sequence_mask, ensure_shape)
+PUBLIC.update(array_extras.PUBLIC)
 # errors of an op's own argument checks name the user's line while tracing
 PUBLIC = {name: located_errors(fn) for name, fn in PUBLIC.items()}
 OPS.update(PUBLIC)
