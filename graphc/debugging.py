@@ -95,7 +95,7 @@ def _assert(relation):
         same_dtype(op, [a.type, b.type])
         broadcast_shapes(op, a.shape, b.shape)
         known = static_value(a), static_value(b)
-        if all(k is not None for k in known):   # eagerly, or known while tracing (TF decides it then too)
+        if all(k is not None for k in known):   # eagerly, or known while tracing (as TF)
             try:
                 _compare_impl(known[0], known[1], relation, text, n)
             except InvalidArgumentError as e:   # no runner to add the location: add it here

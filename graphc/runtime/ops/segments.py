@@ -12,7 +12,6 @@ shared equally among ties.
 """
 import numpy as np
 
-from ... import dtypes as _dt
 from ...errors import InvalidArgumentError
 from ..context import composite_errors
 from ..dispatch import bind, convert_to_tensor
