@@ -4,6 +4,8 @@ from . import nn as _nn
 from .runtime.context import located_errors as _located
 from .runtime.ops import PUBLIC as _OPS
 from .runtime.ops.math_extras import MATH as _MATH
+from .runtime.ops.sorting import MATH as _SORTING
+from .runtime.ops.segments import MATH as _SEGMENTS
 
 _FROM_OPS = [
     "abs", "add", "add_n", "argmax", "argmin", "ceil", "cos", "cumsum", "divide", "equal",
@@ -18,6 +20,8 @@ floormod = _OPS["mod"]          # tf.math.floormod is tf.math.mod
 softmax = _nn.softmax
 log_softmax = _nn.log_softmax
 softplus = _nn.softplus
+_MATH = {**_MATH, **_SORTING, **_SEGMENTS}
 globals().update({_n: _located(_f) for _n, _f in _MATH.items()})
+top_k = _nn.top_k              # tf.nn.top_k is tf.math.top_k
 
 __all__ = sorted(_FROM_OPS + ["floormod", "softmax", "log_softmax", "softplus"] + list(_MATH))

@@ -13,6 +13,8 @@ from .runtime.ops._rules import INTEGER, NUMERIC as _NUMERIC, check_kind
 from .runtime.ops.reduce import PUBLIC as _R, normalize_axis, normalize_axes
 from .runtime.ops.indexing import check_class_ids, one_hot as _one_hot
 from .runtime.ops.math_extras import _float
+from .runtime.ops.array_extras import embedding_lookup
+from .runtime.ops.sorting import top_k
 
 _E = _ew.PUBLIC
 
@@ -281,7 +283,7 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
 __all__ = ["relu", "relu6", "leaky_relu", "elu", "gelu", "sigmoid", "softplus", "softmax",
            "log_softmax", "sparse_softmax_cross_entropy_with_logits",
            "softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits", "moments",
-           "l2_loss", "silu", "swish", "bias_add", "dropout"]
+           "l2_loss", "silu", "swish", "bias_add", "dropout", "embedding_lookup", "top_k"]
 
 # errors of these functions' own checks name the user's line while tracing, as ops' do
 globals().update({_n: located_errors(globals()[_n]) for _n in __all__})

@@ -19,7 +19,8 @@ log1p log_sigmoid log_softmax logical_and logical_not logical_or logical_xor max
 mod multiply negative not_equal pow reciprocal reduce_all reduce_any reduce_euclidean_norm
 reduce_logsumexp reduce_max reduce_mean reduce_min reduce_prod reduce_std reduce_sum
 reduce_variance round rsqrt sigmoid sign sin softmax softplus sqrt square squared_difference
-subtract tan tanh truediv""".split())
+subtract tan tanh truediv top_k segment_sum segment_mean unsorted_segment_sum
+unsorted_segment_max""".split())
 TF_LINALG = {"matmul", "tensordot", "eye", "norm", "global_norm", "matrix_transpose"}
 
 

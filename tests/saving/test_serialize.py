@@ -117,8 +117,26 @@ def selection(x, n):
     return gc.where(x > 0.0), gc.exp(kept) * 2.0 - 1.0, tape.gradient(loss, rows)
 
 
+def tf_ops(x, n):
+    """gather_nd, scatter_nd, tensor_scatter_nd, sort/top_k, segments, ensure_shape and the
+    gc.debugging checks: their attrs (None dims, strings, bools) survive the round trip."""
+    rows = gc.ensure_shape(x[: n % 2 + 1], [None, 3])           # float32[?,3] stays open
+    gc.debugging.assert_less(rows, 10.0, message="big")
+    idx = gc.constant([[0, 1], [0, 2]])
+    with gc.GradientTape() as tape:
+        tape.watch(x)
+        g = gc.gather_nd(gc.debugging.check_numerics(x, "x"), idx)
+        s = gc.scatter_nd(idx, g, gc.shape(x))
+        t = gc.tensor_scatter_nd_update(x, idx, g * 2.0)
+        seg = gc.math.unsorted_segment_max(x, [1, 0], 2) + gc.math.segment_mean(x, [0, 1])
+        loss = gc.reduce_sum(s * t) + gc.reduce_sum(gc.sort(x) * seg) \
+            + gc.reduce_sum(gc.math.top_k(x, 2).values)
+    return rows * 2.0, tape.gradient(loss, x), gc.argsort(x, axis=0, direction="DESCENDING")
+
+
 X = np.array([[1.5, -0.5, 2.0], [0.25, 3.0, -1.0]], np.float32)
 CASES = [
+    ("tf_ops", tf_ops, lambda: (X, np.int32(1))),
     ("selection", selection, lambda: (X, np.int32(1))),
     ("elementwise", elementwise, lambda: (NAN_INF, INTS)),
     ("shapes", shapes, lambda: (X, np.array([[1, -2], [0, 3]], np.int32))),

@@ -19,6 +19,14 @@ from . import compat  # noqa: E402  (identity, rank, add_n: composites of the ab
 PUBLIC.update(compat.PUBLIC)
 from . import math_extras  # noqa: E402  (norm, clip_by_norm, clip_by_global_norm; gc.math's)
 PUBLIC.update(math_extras.PUBLIC)
+from . import scatter  # noqa: E402  (gather_nd, scatter_nd, tensor_scatter_nd_update/add)
+PUBLIC.update(scatter.PUBLIC)
+from . import einsum  # noqa: E402  (einsum: a composite of matmul, transpose, reduce_sum)
+PUBLIC.update(einsum.PUBLIC)
+from . import sorting  # noqa: E402  (sort, argsort; top_k in gc.math and gc.nn)
+PUBLIC.update(sorting.PUBLIC)
+from . import array_extras  # noqa: E402  (linspace, roll, repeat, sequence_mask, ensure_shape)
+PUBLIC.update(array_extras.PUBLIC)
 # errors of an op's own argument checks name the user's line while tracing
 PUBLIC = {name: located_errors(fn) for name, fn in PUBLIC.items()}
 OPS.update(PUBLIC)
