@@ -154,6 +154,19 @@ _unary("ceil", np.ceil, "ceil({0})", FLOAT)
 _unary("round", np.round, "rint({0})", FLOAT)
 _unary("stop_gradient", lambda x: x, "{0}", kind=ANY)   # identity; no vjp: blocks gradients
 
+# relu's family (maximum/minimum/where of x against constants) has a first derivative that
+# depends on x only through comparisons, so its own derivative would be None. TF's
+# ReluGrad/Relu6Grad/LeakyReluGrad have gradients (ReluGradGrad: the same op for the incoming
+# gradient, zeros for the features): "piecewise_linear" marks relu's features and its
+# gradient is "piecewise_linear_grad"(g, x), both identities on their first input (removed
+# by the simplifier), whose gradient gives x zeros (marked again: every order is zeros, as
+# TF's).
+_unary("piecewise_linear", lambda x: x, "{0}", FLOAT,
+       vjp=lambda g, o, x: bind("piecewise_linear_grad", g, x))
+_binary("piecewise_linear_grad", lambda g, x: g, "({0} if True else {1})", FLOAT,
+        vjp=lambda g, o, dx, x: (bind("piecewise_linear_grad", g, x),
+                                 bind("piecewise_linear_grad", P["zeros_like"](x), x)))
+
 
 _erf_ufunc = []
 
