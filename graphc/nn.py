@@ -7,7 +7,7 @@ import numpy as np
 from . import dtypes as _dt
 from .runtime.autodiff.tape import stop_gradient
 from .runtime.context import composite_errors, located_errors, recording_tapes
-from .runtime.dispatch import constant, convert_to_tensor
+from .runtime.dispatch import bind, constant, convert_to_tensor
 from .runtime.ops import elementwise as _ew
 from .runtime.ops._rules import INTEGER, NUMERIC as _NUMERIC, check_kind
 from .runtime.ops.reduce import PUBLIC as _R, normalize_axis, normalize_axes
@@ -36,7 +36,15 @@ def _no_gradient_at_nan(x):
     alone. Eagerly it runs only while a tape records (gradients are built then)."""
     if not x.dtype.is_floating or not (x.is_symbolic or recording_tapes()):
         return x
-    return _E["maximum"](x, -math.inf)
+    return _E["maximum"](_piecewise_linear(x), -math.inf)
+
+
+def _piecewise_linear(x):
+    """x, marked so that its gradient has a derivative (zeros) as TF's ReluGrad/LeakyReluGrad
+    (elementwise.py's piecewise_linear); only while tracing or taping, as above."""
+    if not x.dtype.is_floating or not (x.is_symbolic or recording_tapes()):
+        return x
+    return bind("piecewise_linear", x)
 
 
 @composite_errors("relu")
@@ -63,6 +71,7 @@ def leaky_relu(features, alpha=0.2, name=None):
         x = _ew.cast(x, _dt.float32)
     if isinstance(alpha, (int, float)):   # TF's alpha is a float32 attr: 0.2 is 0.2f on float64
         alpha = float(np.float32(alpha))
+    x = _piecewise_linear(x)
     return _E["where"](_E["greater"](x, 0), x, _E["multiply"](x, alpha))
 
 

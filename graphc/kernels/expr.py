@@ -85,24 +85,9 @@ def statement(op, args, fast=False):
     out = op.outputs[0].type.dtype
     if out.is_integer:
         expr = _int_statement(op, args, out) or expr
-    elif op.type == "pow" and _scalar_exponent(op):
-        # numpy's power takes sqrt for a scalar exponent 0.5: -0.0 and -inf give -0.0 and
-        # nan there, where C's pow gives +0.0 and +inf
-        expr = f"(sqrt({args[0]}) if {args[1]} == 0.5 else {expr})"
     if out.name == "bool":
         return expr          # comparisons, logic and cast-to-bool already give a bool
     return f"{np_name(out)}({expr})"
-
-
-def _scalar_exponent(op):
-    """Whether numpy sees pow's exponent as a scalar (0-d, or one element broadcast over
-    a bigger result): its fast path then applies."""
-    shape, out = op.inputs[1].type.shape, op.outputs[0].type.shape
-    if shape == ():
-        return True
-    if shape is None or out is None or None in out or any(d != 1 for d in shape):
-        return False
-    return int(np.prod(out)) > 1
 
 
 def _int_statement(op, args, out):

@@ -164,7 +164,12 @@ class TensorArray:
                            _int_tensor("TensorArray.read", index, "index"))
 
     def stack(self, name=None):
-        """All elements stacked into one tensor of shape (size, *element_shape)."""
+        """All elements stacked into one tensor of shape (size, *element_shape). Eagerly, an
+        empty TensorArray whose element shape nothing set stacks to an empty vector (shape
+        [0]), as TF's eager TensorArray; a traced one raises then unless its elements are
+        scalars (tensor_list.py's _empty), so that eager and compiled never differ."""
+        if self._is_eager() and not self._flow and self.element_shape is None:
+            return constant(np.zeros((0,), self._dtype.np), self._dtype)
         return self._apply("tensor_list_stack", self._flow, element_shape=self.element_shape,
                            num_elements=self._static_size)
 

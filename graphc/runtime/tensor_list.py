@@ -200,7 +200,19 @@ def _read_impl(lst, index):
 
 
 def _empty(op, lst, element_shape, drop_first):
-    es = lst.element_shape if lst.element_shape is not None else element_shape
+    es = lst.element_shape
+    if es is None and element_shape is not None:
+        # Nothing declared the element shape and nothing was written (a loop that ran zero
+        # times): eagerly the stack is then TF's eager empty vector [0] (TensorArray.stack),
+        # which a traced element shape other than [] cannot give. TF's tf.function gives
+        # [0, *traced shape] here: eager and compiled would differ, so this raises instead.
+        if element_shape != () or drop_first:
+            raise InvalidArgumentError(
+                f"{op}: the TensorArray is empty and no element_shape was given: eagerly its "
+                f"stack() is an empty vector (shape [0], as TF's eager TensorArray), but its "
+                f"elements here have shape {dims_text(element_shape)}; pass "
+                f"element_shape={list(element_shape)} to gc.TensorArray")
+        es = ()
     if es is None or None in es:
         raise InvalidArgumentError(f"{op}: the TensorArray is empty and its element shape "
                                    f"{dims_text(es)} is not fully known, so the result shape is "

@@ -24,7 +24,7 @@ def layernorm(x, g, b):
 
 def float_math(x, y):
     """Every float template: libdevice math, rounding, NaN-propagating max/min, pow (and
-    pow with a scalar exponent: numpy's sqrt for 0.5)."""
+    pow with a scalar exponent 0.5: C's pow, not numpy's sqrt)."""
     return (gc.exp(x) + gc.log(gc.abs(x)) + gc.log1p(gc.abs(y)) + gc.sqrt(gc.abs(x)) +
             gc.sin(x) * gc.cos(y) + gc.tan(x) + gc.tanh(y) + gc.erf(x) + gc.floor(x) +
             gc.ceil(y) + gc.round(x) + gc.sign(x) + gc.maximum(x, y) + gc.minimum(x, y) +

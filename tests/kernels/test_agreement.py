@@ -185,7 +185,7 @@ def test_every_fusible_registry_op_is_covered():
     """A new elementwise op in the registry must be added to this harness."""
     covered = set(FLOAT_UNARY + INT_UNARY + BINARY + COMPARE + REDUCE) | {
         "where", "logical_and", "logical_not", "logical_or", "cast", "fill", "stop_gradient",
-        "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "logical_xor"}
+        "piecewise_linear", "piecewise_linear_grad", "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "logical_xor"}
     fusible = {n for n, d in REGISTRY.items() if d.kind in ("elementwise", "reduce")}
     missing = fusible - covered - {"reduce_all", "reduce_any"}
     assert not missing, f"ops without an agreement test: {sorted(missing)}"
@@ -199,6 +199,21 @@ def test_logical_or_agrees():
 def test_stop_gradient_agrees():
     x = np.array([[1, -2], [0, 3]], np.float32)
     _agree(lambda a: gc.stop_gradient(a * 2) + a, x)
+
+
+def test_piecewise_linear_markers_agree():
+    """relu's gradient markers (identities the simplifier removes) in a second derivative."""
+    x = np.array([[1, -2], [0, 3]], np.float32)
+
+    def second(a):
+        with gc.GradientTape() as outer:
+            outer.watch(a)
+            with gc.GradientTape() as inner:
+                inner.watch(a)
+                y = gc.nn.relu(a * 2.0) * a + gc.nn.leaky_relu(a)
+            g = inner.gradient(y, a)
+        return g * 3.0, outer.gradient(g, a) + 1.0
+    _agree(second, x)
 
 
 def test_non_contiguous_inputs_agree():

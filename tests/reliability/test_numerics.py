@@ -211,7 +211,8 @@ def _values(dt):
 
 def _ops(arity):
     return sorted(k for k, v in REGISTRY.items() if v.scalar and v.kind == "elementwise"
-                  and k not in ("where", "cast", "fill", "stop_gradient")
+                  and k not in ("where", "cast", "fill", "stop_gradient", "piecewise_linear",
+                                "piecewise_linear_grad")      # (identities the simplifier drops)
                   and ("{1}" in v.scalar) == (arity == 2))
 
 

@@ -137,12 +137,19 @@ def test_element_shape_mismatch_is_a_value_error():
 
 
 def test_empty_stack_needs_a_known_element_shape():
+    """As TF: [0, *shape] for a declared shape; eagerly [0] when nothing set it (TF's eager)."""
     ta = gc.TensorArray(gc.float64, size=0, element_shape=(2, 3))
     out = ta.stack()
     assert out.shape == (0, 2, 3) and out.dtype is gc.float64
     assert ta.concat().shape == (0, 3)
+    empty = gc.TensorArray(gc.float32).stack()      # TF's eager TensorArray: shape [0]
+    assert empty.shape == (0,) and empty.dtype is gc.float32
     with pytest.raises(ValueError, match="element shape is not known"):
-        gc.TensorArray(gc.float32).stack()
+        gc.TensorArray(gc.float32).concat()
+    with pytest.raises(ValueError, match="element shape is not known"):
+        gc.function(lambda: gc.TensorArray(gc.float32).stack())()     # TF's tf.function too
+    with pytest.raises(InvalidArgumentError, match=r"element shape \[\?\] is not fully"):
+        gc.TensorArray(gc.float32, element_shape=[None]).stack()
     with pytest.raises(ValueError, match="scalars; use stack"):
         gc.TensorArray(gc.float32, size=1).write(0, 1.0).concat()
 

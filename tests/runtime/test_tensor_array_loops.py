@@ -2,6 +2,7 @@
 import functools
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 import graphc as gc
@@ -172,16 +173,45 @@ def test_with_autograph_loops():
     np.testing.assert_array_equal(column_sums(m).numpy(), m.sum(0))
 
 
-def test_zero_iterations_still_know_the_element_shape_from_the_body():
+def test_zero_iterations_agree_with_eager():
+    """A loop that writes [2] elements ran zero times. With element_shape=[2]: [0, 2] eagerly
+    and compiled (TF). Without it eagerly nothing knows the element shape and stack() is TF's
+    eager empty vector [0]; TF's tf.function gives [0, 2] from the body it traced, which
+    eager cannot: compiled raises there instead (scalar elements: [0] on both)."""
+    def build(x, n, shape):
+        ta = gc.TensorArray(x.dtype, size=0, dynamic_size=True, element_shape=shape)
+        _, ta = gc.while_loop(lambda i, ta: i < n, lambda i, ta: (i + 1, ta.write(i, x)),
+                              [0, ta])
+        return ta.stack()
+
+    x = gc.constant([1.0, 2.0])
+    for backend in ("numpy", "auto"):
+        f = function(build, backend=backend)
+        for n in (0, 2):
+            want = np.tile(x.numpy(), (n, 1)).reshape(n, 2)
+            for fn in (build, f):
+                np.testing.assert_array_equal(fn(x, gc.constant(n), [2]).numpy(), want)
+        assert build(x, gc.constant(0), None).shape == (0,)
+        np.testing.assert_array_equal(f(x, gc.constant(2), None).numpy(),
+                                      np.tile(x.numpy(), (2, 1)))
+        with pytest.raises(gc.errors.InvalidArgumentError,
+                           match=r"no element_shape was given.*element_shape=\[2\]"):
+            f(x, gc.constant(0), None)
+        s = gc.constant(3.0)
+        for fn in (build, f):
+            out = fn(s, gc.constant(0), None)
+            assert out.shape == (0,) and out.dtype == gc.float32
+
+
+def test_zero_iterations_concat_needs_an_element_shape():
     @function
     def f(x, n):
         ta = gc.TensorArray(gc.float32, size=0, dynamic_size=True)
         _, ta = gc.while_loop(lambda i, ta: i < n, lambda i, ta: (i + 1, ta.write(i, x)),
                               [0, ta])
-        return ta.stack(), ta.concat()
+        return ta.concat()
 
     x = np.array([1.0, 2.0], np.float32)
-    for n in (0, 2):
-        stacked, flat = f(x, gc.constant(n))
-        np.testing.assert_array_equal(stacked.numpy(), np.tile(x, (n, 1)).reshape(n, 2))
-        np.testing.assert_array_equal(flat.numpy(), np.tile(x, n))
+    np.testing.assert_array_equal(f(x, gc.constant(2)).numpy(), np.tile(x, 2))
+    with pytest.raises(gc.errors.InvalidArgumentError, match="no element_shape was given"):
+        f(x, gc.constant(0))        # eagerly: ValueError, the element shape is not known

@@ -94,7 +94,13 @@ def gradients(x):
             s = s + gc.reduce_sum(z) * gc.cast(i, gc.float32)
             i += 1
         loss = s + gc.reduce_sum(gc.tanh(x))
-    return tape.gradient(loss, x)
+    with gc.GradientTape() as outer:      # relu's second derivative: the piecewise_linear ops
+        outer.watch(x)
+        with gc.GradientTape() as inner:
+            inner.watch(x)
+            r = gc.nn.relu(x - 1.0) * x
+        dr = inner.gradient(r, x)
+    return tape.gradient(loss, x), outer.gradient(dr, x)
 
 
 def gradients_unknown_dims(x, n):

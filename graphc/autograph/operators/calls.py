@@ -98,6 +98,20 @@ def int_(*args, **kwargs):
     return OPS["cast"](x, _dt.int32)
 
 
+def float_(*args, **kwargs):
+    """`float(x)`: of a symbolic scalar tensor, that value as a float tensor, as TF's AutoGraph
+    (py_builtins.float_ casts to float32): ints and bools become float32 (as a Python float
+    does where it meets a float32 tensor), a float32 tensor is itself. A float64 tensor stays
+    float64 (TF rounds it to float32, where eager's Python float keeps every bit, and then
+    cannot mix it with float64 tensors). Other values: Python's float()."""
+    if len(args) != 1 or kwargs or type(args[0]) is not Tensor or not args[0].is_symbolic \
+            or args[0].shape != ():
+        return builtins.float(*args, **kwargs)
+    from ... import dtypes as _dt
+    x = args[0]
+    return x if x.dtype.is_floating else OPS["cast"](x, _dt.float32)
+
+
 def gc_range_(start, limit=None, delta=1, dtype=None, name="range"):
     """`gc.range(...)`: while tracing, a lazy range, so `for i in gc.range(n)` counts with
     a loop counter instead of materializing the whole range tensor first."""
@@ -117,7 +131,7 @@ def _gc_ranges():
 
 _BUILTINS = {id(f): (f, impl) for f, impl in
              ((builtins.print, print_), (builtins.range, range_), (builtins.len, len_),
-              (builtins.int, int_),
+              (builtins.int, int_), (builtins.float, float_),
               (builtins.enumerate, enumerate_), (builtins.zip, zip_),
               (builtins.reversed, reversed_)) + tuple((r, gc_range_) for r in _gc_ranges())}
 

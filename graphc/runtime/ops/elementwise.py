@@ -62,10 +62,24 @@ def _int_division(np_fn, name):
     return impl
 
 
+def _c_power(x, y):
+    """C's pow (TF's, numba's and CUDA's). numpy's power takes sqrt for a scalar exponent
+    0.5, which gives -0.0 at -0.0 and nan at -inf where C's pow gives +0.0 and +inf."""
+    out = np.power(x, y)
+    y = np.asarray(y)
+    if y.dtype.kind == "f" and y.size and np.any(y == 0.5):
+        out = np.asarray(out)
+        fix = (y == 0.5) & ((x == 0) | (x == -np.inf))
+        if fix.any():
+            out = np.where(fix, np.abs(x), out).astype(out.dtype, copy=False)
+    return out
+
+
 def _int_power(np_fn):
-    """numpy's power, raising InvalidArgumentError (as integer division by zero does, eagerly
-    and on every backend) for an integer raised to a negative power, which numpy refuses with
-    a bare ValueError that names no op."""
+    """`np_fn` (power), raising InvalidArgumentError (as integer division by zero does,
+    eagerly and on every backend) for an integer raised to a negative power, which numpy
+    refuses with a bare ValueError that names no op (TF: InvalidArgumentError, 'Integers to
+    negative integer powers are not allowed', whatever the base, 1 and -1 included)."""
     quiet = _quiet(np_fn)
 
     def impl(x, y):
@@ -106,7 +120,7 @@ def _floor_divide(x, y):
 _binary("floordiv", _int_division(_floor_divide, "floordiv"), "floor({0} / {1})")
 _binary("mod", _int_division(np.mod, "mod"), "({0} % {1})",
         vjp=lambda g, o, x, y: (g, -g * P["floordiv"](x, y)))
-_binary("pow", _int_power(np.power), "({0} ** {1})", vjp=_pow_vjp)
+_binary("pow", _int_power(_c_power), "({0} ** {1})", vjp=_pow_vjp)
 _binary("maximum", np.maximum, "max({0}, {1})",
         vjp=lambda g, o, x, y: (P["where"](x >= y, g, 0), P["where"](x >= y, 0, g)))
 _binary("minimum", np.minimum, "min({0}, {1})",
@@ -139,6 +153,19 @@ _unary("floor", np.floor, "floor({0})", FLOAT)
 _unary("ceil", np.ceil, "ceil({0})", FLOAT)
 _unary("round", np.round, "rint({0})", FLOAT)
 _unary("stop_gradient", lambda x: x, "{0}", kind=ANY)   # identity; no vjp: blocks gradients
+
+# relu's family (maximum/minimum/where of x against constants) has a first derivative that
+# depends on x only through comparisons, so its own derivative would be None. TF's
+# ReluGrad/Relu6Grad/LeakyReluGrad have gradients (ReluGradGrad: the same op for the incoming
+# gradient, zeros for the features): "piecewise_linear" marks relu's features and its
+# gradient is "piecewise_linear_grad"(g, x), both identities on their first input (removed
+# by the simplifier), whose gradient gives x zeros (marked again: every order is zeros, as
+# TF's).
+_unary("piecewise_linear", lambda x: x, "{0}", FLOAT,
+       vjp=lambda g, o, x: bind("piecewise_linear_grad", g, x))
+_binary("piecewise_linear_grad", lambda g, x: g, "({0} if True else {1})", FLOAT,
+        vjp=lambda g, o, dx, x: (bind("piecewise_linear_grad", g, x),
+                                 bind("piecewise_linear_grad", P["zeros_like"](x), x)))
 
 
 _erf_ufunc = []
