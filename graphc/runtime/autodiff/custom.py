@@ -17,8 +17,9 @@ import functools
 import inspect
 
 from .. import context, nest
-from ..graph import Value, walk
-from ..registry import register, OPAQUE
+from ..graph import Operation, Value, walk
+from ..types import TensorType
+from ..registry import register, ELEMENTWISE, OPAQUE
 from ..tensor import Tensor
 from .tape import GradientTape, _Paused
 
@@ -50,6 +51,22 @@ def _vjp(gs, outs, ins, spec):
 
 
 register("custom_gradient", _infer, _identity, kind=OPAQUE, vjp=_vjp)
+
+
+def _no_saved_gradient(gs, outs, ins, function):
+    raise LookupError(
+        f"No gradient defined here for the output of custom_gradient function '{function}': "
+        "its grad_fn is Python, built while tracing, and a traced graph (a loaded "
+        "SavedModel's function, or a concrete function called under a tape or in another "
+        "trace) keeps only the forward. Fix: differentiate the gc.function itself (with the "
+        "tape inside it, or around an eager call)")
+
+
+# What a finished trace keeps of a custom_gradient op (`strip`): the identity on each float
+# output, whose rule raises (a replayed graph must not silently differentiate f's ops);
+# compiling backends drop it like stop_gradient (passes/algebraic.py).
+register("custom_gradient_output", lambda types, function: [types[0]],
+         lambda x, function: x, kind=ELEMENTWISE, scalar="{0}", vjp=_no_saved_gradient)
 
 
 # -- the decorator ---------------------------------------------------------------------------
@@ -106,8 +123,8 @@ def _call(f, args, kwargs):
                         f"'variables', since function '{name}' uses variables: "
                         f"{[v.name for v in variables]}")
     tapes = [t for t in context.recording_tapes() if not t._paused]
-    if not tapes:
-        return result        # nothing can ask for this gradient
+    if not tapes and context.current_graph() is None:
+        return result        # eagerly, nothing can ask for this gradient
     for t in tapes:          # f's reads were not seen by a tape paused then (recompute_grad)
         if t._watch_accessed:
             for v in variables:
@@ -249,8 +266,8 @@ class _paused_tapes:
 # -- finished traces -------------------------------------------------------------------------
 
 def strip(graph):
-    """Drop the custom_gradient ops of a finished trace (their outputs are their inputs):
-    every gradient was built while tracing, and the op carries a Python callable."""
+    """Replace the custom_gradient ops of a finished trace, whose gradients are all built
+    and which carry a Python callable, by custom_gradient_output identities."""
     if any(op.type == "custom_gradient" for op in walk(graph)):
         _strip(graph, {})
 
@@ -266,7 +283,13 @@ def _strip(g, outer):
     for op in g.operations:
         op.inputs = [alias.get(id(v), v) for v in op.inputs]
         if op.type == "custom_gradient":
-            alias.update((id(o), v) for o, v in zip(op.outputs, op.inputs))
+            for o, v in zip(op.outputs, op.inputs):
+                if isinstance(o.type, TensorType) and o.type.dtype.is_floating:
+                    kept.append(Operation("custom_gradient_output", g.unique_name(
+                        "custom_gradient_output"), [v], {"function": op.attrs["spec"].name},
+                        [o], op.loc))
+                else:
+                    alias[id(o)] = v
             continue
         for _, sub in op.subgraphs():
             _strip(sub, alias)
