@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from conftest import CompiledRuns
 
 
 @gc.custom_gradient
@@ -52,13 +51,11 @@ def reference_loop(x, n):
 
 
 @pytest.mark.parametrize("backend", ["eager", "numpy", "auto"])
-def test_in_converted_loops_branches_and_while_loop_cond(backend, monkeypatch):
-    if backend == "auto":
-        pytest.importorskip("numba")
-        monkeypatch.setenv("GRAPHC_NUMBA_MIN_SIZE", "0")
-        monkeypatch.setenv("GRAPHC_KERNEL_CHOICE", "kernel")
+def test_in_converted_loops_branches_and_while_loop_cond(backend, request):
     f = (lambda fn: fn) if backend == "eager" else (lambda fn: gc.function(fn, backend=backend))
-    counted = CompiledRuns().expect() if backend == "auto" else _nothing()
+    # auto: kernels forced (conftest's numba_forced), asserting that compiled code ran
+    counted = request.getfixturevalue("numba_forced").expect() if backend == "auto" \
+        else _nothing()
     with counted:
         got = [float(f(loop)(gc.constant(3.0), gc.constant(n))) for n in (0, 1, 3)]
         both = float(f(explicit)(gc.constant(3.0)))

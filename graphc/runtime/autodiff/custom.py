@@ -19,7 +19,7 @@ import inspect
 from .. import context, nest
 from ..graph import Operation, Value, walk
 from ..types import TensorType
-from ..registry import register, ELEMENTWISE, OPAQUE
+from ..registry import register, OPAQUE
 from ..tensor import Tensor
 from .tape import GradientTape, _Paused
 
@@ -64,9 +64,9 @@ def _no_saved_gradient(gs, outs, ins, function):
 
 # What a finished trace keeps of a custom_gradient op (`strip`): the identity on each float
 # output, whose rule raises (a replayed graph must not silently differentiate f's ops);
-# compiling backends drop it like stop_gradient (passes/algebraic.py).
+# the optimizing passes drop it like stop_gradient (passes/algebraic.py).
 register("custom_gradient_output", lambda types, function: [types[0]],
-         lambda x, function: x, kind=ELEMENTWISE, scalar="{0}", vjp=_no_saved_gradient)
+         lambda x, function: x, kind=OPAQUE, vjp=_no_saved_gradient)
 
 
 # -- the decorator ---------------------------------------------------------------------------
