@@ -10,6 +10,7 @@ from .dtypes import DType, as_dtype, float32, float64, int32, int64, bool_ as bo
 from .errors import RetracingWarning
 from .runtime import ops as _ops
 from .runtime.autodiff.tape import GradientTape, stop_gradient
+from .runtime.autodiff.custom import custom_gradient, recompute_grad
 from .runtime.concrete import ConcreteFunction
 from .runtime.control_flow import cond, while_loop
 from .runtime.dispatch import constant, convert_to_tensor

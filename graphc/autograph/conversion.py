@@ -52,6 +52,9 @@ def _module_excluded(fn):
 def converted_callable(f):
     """What converted code calls for `f`: its converted version, or `f` itself."""
     from ..runtime.function import Function
+    hook = getattr(f, "__graphc_convert__", None)    # gc.custom_gradient: converts its f
+    if hook is not None:
+        return hook()
     if isinstance(f, Function) or inspect.isclass(f) or getattr(f, "__graphc_do_not_convert__",
                                                                False):
         return f

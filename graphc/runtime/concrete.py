@@ -8,6 +8,7 @@ from . import signature as sig
 from .backends import get_backend
 from . import context
 from .context import building
+from .autodiff.custom import strip as strip_custom_gradients
 from .dispatch import convert_to_tensor, resolve
 from .graph import Graph
 from .tensor import Tensor
@@ -43,6 +44,7 @@ def trace(fn, name, key, values, params, backend):
         context._pop(hooks, created.append)
         graph.input_values = None
     graph.outputs = flat
+    strip_custom_gradients(graph)     # every gradient is built: backends see the forward
     if os.environ.get("GRAPHC_VERIFY"):
         from .verify import verify
         verify(graph)

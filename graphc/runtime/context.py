@@ -18,6 +18,7 @@ class _ThreadState(threading.local):
         self.stack = []            # graphs being built, innermost last
         self.tapes = []            # GradientTapes recording, innermost last
         self.creation_hooks = []   # called with each gc.Variable made (set by traces)
+        self.replayed = []         # {id(Value): tensor} of regions a gradient replays
 
 
 _tls = _ThreadState()
@@ -60,6 +61,34 @@ def recording_tapes():
 def creation_hooks():
     """This thread's hooks for new gc.Variables (the traces under way in this thread)."""
     return _tls.creation_hooks if _busy[0] else ()
+
+
+class replaying:
+    """Context manager: while a gradient rule replays a branch or loop body (`values`:
+    id of each forward Value -> its replayed tensor), a forward tensor used in the current
+    graph stands for its replayed value (custom gradients close over forward tensors)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values):
+        self.values = values
+
+    def __enter__(self):
+        if self.values is not None:
+            _tls.replayed.append(self.values)
+
+    def __exit__(self, *exc):
+        if self.values is not None:
+            _tls.replayed.pop()
+
+
+def replayed_value(value):
+    """The replayed tensor standing for forward Value `value`, or None."""
+    for values in reversed(_tls.replayed):
+        t = values.get(id(value))
+        if t is not None:
+            return t
+    return None
 
 
 class building:

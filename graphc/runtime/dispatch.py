@@ -98,6 +98,10 @@ def resolve(g, x):
 
 
 def _capture_symbolic(g, x):
+    if _tls.replayed and not _encloses(x._graph, g):
+        replayed = context.replayed_value(x._sym)
+        if replayed is not None:
+            return resolve(g, replayed)
     if g.parent is None:
         raise ValueError(
             f"symbolic tensor {_leak_origin(x)} belongs to another graph ('{x._graph.name}') "
@@ -107,6 +111,14 @@ def _capture_symbolic(g, x):
             "function / branch / loop body that made it.")
     outer = resolve(g.parent, x)
     return g.add_capture(outer, outer.type, base=outer.name.split(".")[0])
+
+
+def _encloses(outer, g):
+    while g is not None:
+        if g is outer:
+            return True
+        g = g.parent
+    return False
 
 
 def _leak_origin(x):

@@ -114,6 +114,12 @@ def _replay(graph, env, saved, sources):
                 outs = [] if r is None else [r] if type(r) is Tensor else list(r)
             for o, t in zip(op.outputs, outs):
                 env[id(o)] = t
+    # what a rule called for this tape (a custom gradient's grad_fn) finds for the forward
+    # values it closes over: their replayed values (through the copies _copy_graph made)
+    tape._replayed = dict(env)
+    for orig, v in getattr(graph, "_origins", {}).items():
+        if id(v) in env:
+            tape._replayed[orig] = env[id(v)]
     return [env[id(v)] for v in graph.outputs], tape
 
 
@@ -157,6 +163,10 @@ def _copy_graph(src, parent, outer=None):
         g.operations.append(Operation(op.type, op.name, [vmap[id(v)] for v in op.inputs],
                                       attrs, outs, op.loc))
     g.outputs = [vmap[id(v)] for v in src.outputs]
+    # id of each Value of `src` (and of what src was copied from) -> its copy here
+    g._origins = {orig: vmap[id(v)] for orig, v in getattr(src, "_origins", {}).items()
+                  if id(v) in vmap}
+    g._origins.update(vmap)
     return g
 
 

@@ -78,6 +78,7 @@ class GradientTape:
         self._paused = False
         self._used = False
         self._graph = None
+        self._replayed = None     # for a tape of a replayed region: see context.replaying
 
     def __enter__(self):
         self._graph = context.current_graph()
@@ -179,6 +180,13 @@ class GradientTape:
             _check_source(s)
         graph = context.current_graph()
         before = {id(op) for op in graph.operations} if graph is not None else None
+        with context.replaying(self._replayed):
+            flat = self._gradient(targets, ogs, flat_sources, unconnected_gradients)
+        if graph is not None:
+            _prune_unused(graph, before, flat)
+        return nest.pack_as(sources, flat) if nest.is_nest(sources) else flat[0]
+
+    def _gradient(self, targets, ogs, flat_sources, unconnected_gradients):
         if self._persistent and not self._paused and \
                 self in getattr(self, "_recording_in", ()):
             # inside its own block, a persistent tape records the gradient's ops too, so a
@@ -189,9 +197,7 @@ class GradientTape:
             with _Paused(self):
                 grads = backward(self._records, targets, ogs)
                 flat = [_result(grads, s, unconnected_gradients) for s in flat_sources]
-        if graph is not None:
-            _prune_unused(graph, before, flat)
-        return nest.pack_as(sources, flat) if nest.is_nest(sources) else flat[0]
+        return flat
 
 
 def _prune_unused(graph, before, results):

@@ -2,8 +2,9 @@
 
 x*1, 1*x, x+0, 0+x, x-0, x/1, negative(negative(x)), cast to the same dtype, reshape or
 broadcast_to the same static shape, transpose by the identity permutation, transpose
-of transpose (removed, or merged into one transpose), stop_gradient (an identity once
-the graph is traced: gradients were built while tracing, before any pass runs),
+of transpose (removed, or merged into one transpose), stop_gradient and
+custom_gradient_output (identities once the graph is traced: gradients were built while
+tracing, before any pass runs),
 where(c, x, x) (sigmoid selects x or stop_gradient(x) only to steer its gradient), and
 maximum(x, -inf) and minimum(x, inf) (relu steers its gradient at NaN with the first).
 An elementwise op with several operands also reads a `broadcast_to(x)` operand as `x`
@@ -161,4 +162,5 @@ _RULES = {"multiply": _multiply, "add": _add, "subtract": _subtract, "divide": _
           "stop_gradient": lambda rw, ins, attrs: ins[0], "where": _where,
           "piecewise_linear": lambda rw, ins, attrs: ins[0],
           "piecewise_linear_grad": lambda rw, ins, attrs: ins[0],
+          "custom_gradient_output": lambda rw, ins, attrs: ins[0],
           "maximum": _bound(-np.inf), "minimum": _bound(np.inf)}
