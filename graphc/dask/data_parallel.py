@@ -61,7 +61,7 @@ class DataParallel:
                              "axis 0")
         with self._lock:       # one step at a time: each reads the variables the last wrote
             data, digest, variables, cf = self._trace(x, y)
-            values = [v.numpy() for v in variables]
+            values = [np.asarray(v.numpy()) for v in variables]
             try:
                 results = self._run(x, y, data, digest, values)
             except GraphcError:

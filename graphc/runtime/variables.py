@@ -219,8 +219,9 @@ class Variable:
             raise TypeError(f"Variable '{self._name}'.numpy() while tracing would bake in the "
                             "value at trace time; use the variable itself (it is read on "
                             "every call)")
-        with self._lock:
-            return self._value.copy()
+        with self._lock:     # a 0-d value is a numpy scalar, as Tensor.numpy() and TF give
+            v = self._value
+            return v[()] if v.ndim == 0 else v.copy()
 
     def _rhs(self, value):
         if type(value) is Tensor:

@@ -71,7 +71,7 @@ class _Saver:
     def _add_variable(self, v, key):
         self._var_key[id(v)] = key
         self._keep.append(v)
-        value = v.numpy()
+        value = np.asarray(v.numpy())
         self.values[key] = value
         self.variable_entries.append({"key": key, "dtype": v.dtype.name,
                                       "shape": list(value.shape), "trainable": v.trainable,
