@@ -51,11 +51,11 @@ def _elems(op, elems):
             raise ValueError(f"{op}: every tensor in elems must have the same first dimension "
                              f"(the number of elements), but {known[0][1]} has {known[0][0]} "
                              f"and {p} has {d}")
-    n = known[0][0] if known else _shape(ts[0])[0]
+    n, source = known[0] if known else (_shape(ts[0])[0], paths[0])
     for t, d, p in zip(ts, dims, paths):     # dims known only at run time: checked then
-        if d is None and not (t is ts[0] and not known):
+        if d is None and p != source:
             assert_equal(_shape(t)[0], n, message=f"{op}: every tensor in elems must have "
-                         f"the same first dimension, but {p} differs from {paths[0]}.")
+                         f"the same first dimension, but {p} differs from {source}.")
     return ts, n
 
 

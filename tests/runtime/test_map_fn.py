@@ -165,8 +165,16 @@ def test_first_dimensions_known_only_at_run_time_are_checked():
         return gc.map_fn(lambda t: t[0] * t[1], (x, y), fn_output_signature=gc.float32)
     assert f(gc.ones([2, 3]), gc.ones([2])).numpy().tolist() == [[1.0] * 3] * 2
     # TF's tf.function reads 2 of y's 3 elements silently; eagerly it raises
-    with pytest.raises(gc.errors.InvalidArgumentError, match="same first dimension"):
+    with pytest.raises(gc.errors.InvalidArgumentError,
+                       match=r"same first dimension, but elems\[1\] differs from elems\[0\]"):
         f(gc.ones([2, 3]), gc.ones([3]))
+
+    @gc.function(input_signature=[gc.TensorSpec([None]), gc.TensorSpec([2])])
+    def g(x, y):
+        return gc.map_fn(lambda t: t[0] * t[1], (x, y), fn_output_signature=gc.float32)
+    assert g(gc.ones([2]), gc.ones([2])).numpy().tolist() == [1.0, 1.0]
+    with pytest.raises(gc.errors.InvalidArgumentError, match=r"elems\[0\] differs from elems\[1\]"):
+        g(gc.ones([3]), gc.ones([2]))
 
 
 # -- tracing ---------------------------------------------------------------------------------
