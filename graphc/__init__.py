@@ -26,6 +26,7 @@ from . import nn  # noqa: E402  (gc.nn builds on the ops above)
 gelu = nn.gelu  # API.md names gelu among the ops as well
 from . import math, linalg  # noqa: E402,A004  (gc.math, gc.linalg: TF's namespaces)
 from . import debugging  # noqa: E402  (gc.debugging: check_numerics, assert_equal/less/greater)
+from .functional_ops import map_fn, scan, foldl, foldr  # noqa: E402  (TF's higher-order fns)
 from . import autograph  # noqa: E402,F401  (gc.autograph: to_code, to_graph, do_not_convert)
 from .runtime.autodiff import control as _autodiff_control  # noqa: E402,F401  (gradient rules)
 from . import optimizers  # noqa: E402  (gc.optimizers.SGD, Adam)
