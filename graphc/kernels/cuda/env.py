@@ -33,6 +33,8 @@ class Env:
         if d is None:
             if i in self.plan.consts:
                 d = self.plan.const_device(i)
+            elif i in self.plan.shapes.slots:       # uploaded once per value
+                d = self.plan.shapes.device(self.plan.dev, i, self.h[i])
             else:
                 h = self.h[i]
                 if not isinstance(h, (np.ndarray, np.generic, bool, int, float)):
