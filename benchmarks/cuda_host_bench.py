@@ -2,13 +2,19 @@
 of a small cuda function <= 30 us"), for this tree and, side by side, another revision.
 
 Cases: `x + y` (one fused kernel) on device-resident inputs (300 float32, and 0-d), and on
-host numpy inputs (each call copies them to the device).
+host numpy inputs (each call copies them to the device); the bench's relu MLP train step
+(4-6-3, batch 5, SGD; the general path: ~13 kernels, 5 matrix products, variable updates)
+on device inputs, traced with static shapes and with input_signature [None, 4].
 
 - On a real GPU: real calls, one device synchronization per timed batch.
 - On numba-cuda's simulator (NUMBA_ENABLE_CUDASIM=1): kernel launches are STUBBED OUT.
   Each launcher's first launch runs the simulated kernel (the first call's result is
   checked against backend="numpy"); later launches take graphc's own launch path
-  (argument packing included) with cuLaunchKernel replaced by nothing. The figures are
+  (argument packing included) with cuLaunchKernel replaced by nothing. Kernels numba-cuda
+  launches itself (the tiled matmul) return at once once every case has run (numba's
+  configuration and argument checks kept). The MLP step launches some kernels more than
+  once per call, so its check (two steps against backend="numpy") runs before any stub,
+  on functions of its own. The figures are
   graphc's host Python per call plus the simulator's array objects (their dtype, shape,
   size, ndim and strides made plain attributes, as numba-cuda's DeviceNDArray has them)
   -- not a GPU's.
@@ -29,7 +35,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-CASES = ("x + y, device inputs", "x + y, 0-d device inputs", "x + y, host numpy inputs")
+CASES = ("x + y, device inputs", "x + y, 0-d device inputs", "x + y, host numpy inputs",
+         "MLP step, device inputs", "MLP step [None, 4], device inputs")
 
 
 def simulated():
@@ -70,8 +77,50 @@ def stub_launches():
     launch.mode = lambda: "direct"
 
 
+def stub_numba_launches():
+    """Simulator only: kernels launched by numba-cuda itself (not a Launcher) return at
+    once from now on."""
+    from numba.cuda.simulator import kernel
+    kernel.FakeCUDAKernel.__call__ = lambda self, *args: None
+
+
 def add(x, y):
     return x + y
+
+
+def mlp_calls(out, check=False):
+    """The MLP step cases; `check`: two steps' losses against backend="numpy" (unstubbed)."""
+    import numpy as np
+    import graphc as gc
+    from graphc.bench import gpu
+    from graphc.bench.workloads import make_mlp_step
+    rng = np.random.default_rng(0)
+    init = [rng.standard_normal((4, 6)).astype(np.float32) * 0.5, np.zeros(6, np.float32),
+            rng.standard_normal((6, 3)).astype(np.float32) * 0.5, np.zeros(3, np.float32)]
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    y = rng.integers(0, 3, 5).astype(np.int32)
+    sig = [gc.TensorSpec([None, 4], gc.float32), gc.TensorSpec([None], gc.int32)]
+    for label, kw in zip(CASES[3:], ({}, {"input_signature": sig})):
+        fns = [gc.function(make_mlp_step([gc.Variable(v.copy()) for v in init],
+                                         gc.optimizers.SGD(0.1)), backend=b, **kw)
+               for b in ("cuda", "numpy")]
+        args = gpu.on_device((gc.constant(x), gc.constant(y)))
+        for _ in range(2 if check else 0):
+            got, want = float(fns[0](*args)), float(fns[1](x, y))
+            if not np.isclose(got, want, rtol=1e-5):
+                raise SystemExit(f"{label}: cuda loss {got} != numpy backend's {want}")
+        out[label] = (lambda f=fns[0], a=args: f(*a))
+
+
+def forget_shared_launchers():
+    """The module-wide launchers the unstubbed check made (numba's path on the simulator):
+    made again, stubbed, by the timed functions."""
+    from graphc.kernels.cuda import checks, shaped, updates
+    for holder in (getattr(checks, "_S", None), shaped, updates):
+        for name in ("launchers", "_LAUNCHERS"):
+            table = getattr(holder, name, None)
+            if isinstance(table, dict):
+                table.clear()
 
 
 def calls():
@@ -94,12 +143,19 @@ def calls():
         for _ in range(3):
             f(*args)                # the hot entry and the settled plan
         out[label] = (lambda f=f, a=args: f(*a))
+    mlp_calls(out, check=not simulated())
+    for fn in out.values():
+        fn()                        # every launcher has launched once
+    if simulated():
+        stub_numba_launches()
     return out
 
 
 def worker():
     """Reads `case batch` lines, answers each with the seconds per call of one batch."""
     if simulated():
+        mlp_calls({}, check=True)
+        forget_shared_launchers()
         stub_launches()
     from graphc.bench import gpu
     fns = calls()

@@ -66,5 +66,5 @@ def test_cuda_host_bench_runs_with_launches_stubbed(tmp_path):
     assert "kernel launches stubbed out" in r.stdout
     report = json.loads(out.read_text())
     assert report["simulated_launches_stubbed"] is True
-    assert len(report["rows"]) == 3 and all(
+    assert len(report["rows"]) == 5 and all(
         v["this tree"] > 0 for v in report["rows"].values())

@@ -1,6 +1,8 @@
 """Graphs traced with None dims (input_signature [None, n], TF's usual serving/training
 signature) keep their data on the device: run-time broadcasts, fills, unbroadcast sums and
-views (kernels/cuda/shaped.py) read shapes on the host and never copy a tensor back."""
+views (kernels/cuda/shaped.py) read shapes on the host and never copy a tensor back; the
+arithmetic on shape vectors runs on the host (kernels/cuda/host_shapes.py) and a kernel
+reading its result gets one upload per value."""
 import numpy as np
 import pytest
 from numba import cuda
@@ -20,10 +22,10 @@ def _mlp(backend, opt):
 
 @pytest.mark.parametrize("make", [lambda: gc.optimizers.SGD(0.1),
                                   lambda: gc.optimizers.Adam(0.05)], ids=["sgd", "adam"])
-def test_mlp_step_with_none_batch_copies_nothing_to_the_host(make):
+def test_mlp_step_with_none_batch_copies_nothing_either_way(make):
     rng = np.random.default_rng(3)
     data = [(rng.standard_normal((n, 8)).astype(np.float32),
-             rng.integers(0, 3, n).astype(np.int32)) for n in (5, 5, 7, 7)]
+             rng.integers(0, 3, n).astype(np.int32)) for n in (5, 5, 7, 7, 5)]
     opt = make()
     step, params = _mlp("numpy", opt)
     want_losses = [float(step(x, y)) for x, y in data]
@@ -36,12 +38,14 @@ def test_mlp_step_with_none_batch_copies_nothing_to_the_host(make):
         runs = CudaRuns()
         with runs.count():
             loss = step(x, y)
-        copies.append((runs.d2h, runs.fallbacks))
+        copies.append((runs.d2h, runs.h2d, runs.fallbacks))
         losses.append(float(loss))          # the one copy to the host: the loss we read
         traces = traces or step.experimental_get_tracing_count()
-    # steady state (after each batch size's first call): no tensor comes to the host; the
-    # one fallback left is a gather on the host shape vector (the mean's count), no copy
-    assert copies[1] == copies[3] == (0, 1), copies
+    # steady state (after each batch size's first call): no copy either way, no fallback;
+    # the mean's count (gather and product of the host shape vector) is host arithmetic,
+    # uploaded once for a new batch size (7) and kept (5 again: none)
+    assert copies[1] == copies[3] == copies[4] == (0, 0, 0), copies
+    assert copies[2] == (0, 1, 0), copies
     assert step.experimental_get_tracing_count() == traces     # none for the new batch size
     np.testing.assert_allclose(losses, want_losses, rtol=1e-5)
     for g, w in zip([p.numpy() for p in params + opt.variables()], want):
@@ -95,8 +99,9 @@ def test_fills_of_run_time_shapes_run_on_the_device():
         return (gc.zeros_like(a), gc.ones_like(a, dtype=gc.int32),
                 gc.fill(gc.shape(a), 2.5), gc.ones(gc.shape(a)[:1]))
     runs = _on_both(fills, [gc.TensorSpec([None, 3], F32)], np.ones((4, 3), np.float32))
-    # 4 broadcast kernels; the one numpy rule: the slice of the host shape vector (no copy)
-    assert runs.d2h == 0 and runs.fallbacks == 1 and runs.kernels == 4
+    # 4 broadcast kernels; the slice of the host shape vector is host arithmetic (no copy)
+    assert runs.d2h == runs.h2d == runs.fallbacks == 0 and runs.kernels == 4
+    assert runs.host_ops == 1
 
 
 def test_sums_to_run_time_shapes_run_on_the_device():
@@ -171,3 +176,26 @@ def test_input_signature_takes_a_device_array_without_a_host_copy():
     np.testing.assert_array_equal(on_host(x).numpy(), [3.0, -4.0, 6.0])   # one copy there
     with pytest.raises(TypeError, match="dtype float64"):
         f(cuda.to_device(np.float64([1.0])))
+
+
+def test_shape_arithmetic_runs_on_the_host_and_its_upload_is_kept():
+    def per_row(a):
+        n = gc.cast(gc.reduce_prod(gc.shape(a)[:1]), F32)    # three host ops
+        return a / n, gc.shape(a)[1] * 2       # a result: uploaded each call, never kept
+    sig = [gc.TensorSpec([None, 3], F32)]
+    f = gc.function(per_row, input_signature=sig, backend="cuda")
+    ref = gc.function(per_row, input_signature=sig, backend="numpy")
+    uploads = []
+    for n in (4, 4, 6, 4):
+        x = np.arange(n * 3, dtype=np.float32).reshape(n, 3) - 5
+        runs = CudaRuns()
+        with runs.count():
+            got = f(cuda.to_device(x))
+        assert (runs.d2h, runs.fallbacks, runs.host_ops, runs.kernels) == (0, 0, 5, 1)
+        uploads.append(runs.h2d)
+        for g, w in zip(got, ref(x)):
+            g, w = g.numpy(), w.numpy()
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_array_equal(g, w)
+    # the count: once per batch size (4, then 6), kept; the int result: every call
+    assert uploads == [2, 1, 2, 1], uploads

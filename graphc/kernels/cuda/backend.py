@@ -27,6 +27,7 @@ from ..fusion import fuse
 from ..planning import optimized
 from . import availability, folding
 from .env import Env, stand_ins
+from .host_shapes import HostShapes
 from .memory import CallMemory, Pool, limit
 from .records import STATS, Record, cpu_loop_why, describe, kernel_text  # noqa: F401 - describe
 from .single import single_kernel
@@ -67,12 +68,17 @@ class Plan:
         self.n_in = len(index)
         self.consts, self.const_dev = {}, {}
         self._const_lock = threading.Lock()
+        self.shapes = HostShapes(self.graph)       # run-time shape arithmetic: host_shapes.py
         for kind, item in folding.fold(self.graph, fuse(self.graph)):
             if kind == "update":    # a group and the variable updates its kernel writes
                 fn, ins, outs, rec = item.step(self, index)
                 self._add(fn, "mixed", ins, outs, item.group.ops[-1], rec)
                 continue
             ops = item.ops if kind == "group" else [item]
+            if self.shapes.takes(ops):
+                for op in ops:
+                    self._host_shape_step(op, index)
+                continue
             kernel = None
             if kind == "group" and not _is_constant_only(ops):
                 kernel = lowering.lower_group(item)
@@ -93,6 +99,7 @@ class Plan:
                     continue
                 self._op_step(op, index, why)
         self.out_idx = tuple(index[id(v)] for v in self.graph.outputs)
+        self.shapes.settle(index, self.out_idx)
         # inputs die at their last use too: one uploaded from the host is a pooled buffer
         dead = last_uses([(None, s[2], s[3], None) for s in self.steps], 0,
                          set(self.out_idx))
@@ -136,6 +143,8 @@ class Plan:
                 step = shaped.sum_to_shape_step(self, op, rec)
             self._add(step, "mixed", ins, outs, op, rec)
         elif op.type in SHAPE_OPS:
+            if op.type == "shape":
+                self.shapes.add_shape(op)
             rec = Record(what, "host", "reads only its input's shape (no copy of its data)")
             self._add(self._shape_step(op, rule, rec), "mixed", ins, outs, op, rec)
         elif op.type in CHECK_OPS:
@@ -163,6 +172,19 @@ class Plan:
         else:
             why = _fallback_reason(op, group_why)
             self._add(rule, "host", ins, outs, op, Record(what, "fallback", why))
+
+    def _host_shape_step(self, op, index):
+        ins = tuple(index[id(v)] for v in op.inputs)
+        outs = tuple(index.setdefault(id(v), len(index)) for v in op.outputs)
+        rec = Record(f"{op.type} '{op.name}'", "host", "run-time shape arithmetic: its "
+                     "numpy rule on host shape vectors (no copy; a kernel reading its "
+                     "result gets one upload per value, kept)")
+        rule = self.rule(op)
+
+        def run(env, ins, outs):
+            STATS.add("host_ops")       # an error is located as any mixed step's (run)
+            env.put_all(outs, rule(*[env.host(i) for i in ins]))
+        self._add(run, "mixed", ins, outs, op, rec)
 
     # -- step kinds ("mixed" steps get the Env and fetch their inputs themselves) --------
     def _kernel_step(self, kernel, group):

@@ -33,6 +33,8 @@ class Env:
         if d is None:
             if i in self.plan.consts:
                 d = self.plan.const_device(i)
+            elif i in self.plan.shapes.slots:       # uploaded once per value
+                d = self.plan.shapes.device(self.plan.dev, i, self.h[i])
             else:
                 h = self.h[i]
                 if not isinstance(h, (np.ndarray, np.generic, bool, int, float)):
@@ -102,5 +104,19 @@ class Env:
 def stand_ins(values, is_device):
     """`values` for an error message: host values as they are, device arrays as
     zero-memory stand-ins of their run-time shape and dtype (no copy)."""
-    return [np.broadcast_to(np.zeros((), v.dtype), v.shape) if is_device(v) else v
-            for v in values]
+    return [_stand_in(v) if is_device(v) else v for v in values]
+
+
+def _stand_in(v):
+    """One per shape and dtype, shared: read-only views of one zero (the shape steps and
+    device checks make them on every call)."""
+    key = (v.dtype, tuple(v.shape))
+    s = _STAND_INS.get(key)
+    if s is None:
+        if len(_STAND_INS) >= 1024:
+            _STAND_INS.clear()
+        s = _STAND_INS[key] = np.broadcast_to(np.zeros((), v.dtype), key[1])
+    return s
+
+
+_STAND_INS = {}

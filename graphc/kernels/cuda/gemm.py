@@ -83,12 +83,6 @@ def _host_rule(a, b, **attrs):
     return REGISTRY["matmul"].numpy(a, b, **attrs)
 
 
-def _as3(x, shape):
-    """`x` as (batch, rows, cols) and the batch count."""
-    nb = int(np.prod(shape[:-2], dtype=np.int64))
-    return x.reshape(nb, *shape[-2:]), nb
-
-
 _CUPY = []
 
 
@@ -112,30 +106,25 @@ def _import_cupy():
 def matmul(a, b, transpose_a=False, transpose_b=False, alloc=None):
     """`alloc(0, shape, dtype)`: the result's buffer (the backend's pool), else a new one."""
     from . import device
-    alloc = alloc or (lambda _, shape, dtype: device.alloc(shape, dtype))
-    attrs = dict(transpose_a=transpose_a, transpose_b=transpose_b)
     sa, sb = tuple(a.shape), tuple(b.shape)
-    try:
-        if len(sa) < 2 or len(sb) < 2 or a.dtype != b.dtype:
-            raise ValueError
-        m, ka = (sa[-1], sa[-2]) if transpose_a else sa[-2:]
-        kb, n = (sb[-1], sb[-2]) if transpose_b else sb[-2:]
-        if ka != kb:
-            raise ValueError
-        batch = np.broadcast_shapes(sa[:-2], sb[:-2])
-    except ValueError:      # the numpy rule's own error for these shapes
-        _host_rule(device.to_host_array(a), device.to_host_array(b), **attrs)
-        raise AssertionError("matmul: the numpy rule accepted shapes the kernel refused")
-    dtype = np.dtype(a.dtype)
-    contiguous = all(x.flags["C_CONTIGUOUS"] for x in (a, b))
-    if dtype.name not in DTYPES or not contiguous:
+    key = (sa, sb, a.dtype, b.dtype, transpose_a, transpose_b)
+    p = _PRODUCTS.get(key)
+    if p is None:
+        p = _product(a, b, sa, sb, transpose_a, transpose_b)
+        with _MAPS_LOCK:
+            if len(_PRODUCTS) >= 256:      # many shapes: start over
+                _PRODUCTS.clear()
+            _PRODUCTS[key] = p
+    if not p.kernel or not (a.flags["C_CONTIGUOUS"] and b.flags["C_CONTIGUOUS"]):
         return device.to_device(_host_rule(device.to_host_array(a), device.to_host_array(b),
-                                           **attrs), alloc)
-    out = alloc(0, batch + (m, n), dtype)
-    if out.size == 0:
+                                           transpose_a=transpose_a,
+                                           transpose_b=transpose_b), alloc)
+    out = device.alloc(p.out_shape, p.dtype) if alloc is None else \
+        alloc(0, p.out_shape, p.dtype)
+    if p.empty:
         return out
-    cp = _cupy()
     STATS.add("launches")       # one cuBLAS product or one tiled kernel
+    cp = _cupy()
     if cp is not None:
         # cuBLAS writes into our buffer: it comes from the plan's pool and block cache
         # (CuPy's own pool would hold memory outside GRAPHC_CUDA_POOL_BYTES), and no
@@ -146,17 +135,58 @@ def matmul(a, b, transpose_a=False, transpose_b=False, alloc=None):
         y = cp.swapaxes(y, -1, -2) if transpose_b else y
         cp.matmul(x, y, out=cp.asarray(out))
         return out
-    a3, na = _as3(a, sa)
-    b3, nb = _as3(b, sb)
+    with codegen.launching():
+        p.launch(a.reshape(p.a3), b.reshape(p.b3), out.reshape(p.out3), *p.args)
+    return out
+
+
+# (shapes, dtypes, transposes) -> _Product: a cached call redoes no shape arithmetic,
+# source lookup or launch configuration
+_PRODUCTS = {}
+
+
+class _Product:
+    """One matmul's shapes: `kernel` False runs the numpy rule (a dtype without a kernel);
+    else the result's shape and dtype, `empty`, and the tiled kernel's launch: operand and
+    output (batch, rows, cols) views, the configured kernel and its trailing arguments."""
+
+    def __init__(self, out_shape, dtype, kernel):
+        self.out_shape, self.dtype, self.kernel = out_shape, dtype, kernel
+        self.empty = int(np.prod(out_shape, dtype=np.int64)) == 0
+
+
+def _product(a, b, sa, sb, transpose_a, transpose_b):
+    """The _Product of these operands; the numpy rule's own error for bad shapes."""
+    from . import device
+    try:
+        if len(sa) < 2 or len(sb) < 2 or a.dtype != b.dtype:
+            raise ValueError
+        m, ka = (sa[-1], sa[-2]) if transpose_a else sa[-2:]
+        kb, n = (sb[-1], sb[-2]) if transpose_b else sb[-2:]
+        if ka != kb:
+            raise ValueError
+        batch = np.broadcast_shapes(sa[:-2], sb[:-2])
+    except ValueError:      # the numpy rule's own error for these shapes
+        _host_rule(device.to_host_array(a), device.to_host_array(b),
+                   transpose_a=transpose_a, transpose_b=transpose_b)
+        raise AssertionError("matmul: the numpy rule accepted shapes the kernel refused")
+    dtype = np.dtype(a.dtype)
+    p = _Product(batch + (m, n), dtype, dtype.name in DTYPES)
+    if not p.kernel or p.empty or _cupy() is not None:
+        return p
     maps = _batch_maps(sa[:-2], sb[:-2], batch)
     nbatch = maps[0].shape[0]
-    ns = module(dtype.name, transpose_a, transpose_b)
+    p.a3, p.b3, p.out3 = _as3(sa), _as3(sb), (nbatch, m, n)
     tiles = nbatch * -(-m // TILE) * -(-n // TILE)
     blocks = int(max(1, min(tiles, codegen.max_blocks())))
-    with codegen.launching():
-        ns["gemm"][blocks, (TILE, TILE)](a3, b3, out.reshape(nbatch, m, n), *maps,
-                                         m, n, ka, nbatch, dtype.type(0))
-    return out
+    p.launch = module(dtype.name, transpose_a, transpose_b)["gemm"][blocks, (TILE, TILE)]
+    p.args = (*maps, m, n, ka, nbatch, dtype.type(0))
+    return p
+
+
+def _as3(shape):
+    """`shape` as (batch, rows, cols)."""
+    return (int(np.prod(shape[:-2], dtype=np.int64)), *shape[-2:])
 
 
 _MAPS, _MAPS_LOCK = {}, threading.Lock()

@@ -65,6 +65,7 @@ def _params(a):
 
 
 _KEY = "_graphc_params"
+_NO_DICT = {}
 
 
 def pack(arrays, ints, flat):
@@ -168,10 +169,9 @@ class Launcher:
             for a, dtype in zip(arrays, self.dtypes):      # pack(), inline
                 if a.dtype is not dtype and a.dtype != dtype:     # (`is`: the usual case)
                     break
-                try:
-                    out += a.__dict__[_KEY][k]
-                except (AttributeError, KeyError):
-                    out += _params(a)[k]
+                # (a new result has none yet: a get, not a KeyError raised per call)
+                p = getattr(a, "__dict__", _NO_DICT).get(_KEY)
+                out += (_params(a) if p is None else p)[k]
             else:
                 out += ints
                 if len(out) == self.n:      # and the same ranks: the overload's signature

@@ -91,6 +91,7 @@ class _Plan:
             f"one_block={self.one_block} {_folded(group)}", spec.canonical())
         self.launchers = {}     # (kernel id, blocks, threads) -> launch.Launcher
         self._one = None        # one_launch()
+        self.allocs = None      # (k, shape, dtype) of each output
 
     def value_shape(self, v):
         """The shape over which the kernel writes group value `v` (a sink)."""
@@ -119,6 +120,38 @@ class _Plan:
         if bufs is None:
             bufs = self._scratch.bufs = {}
         return bufs
+
+    def passes(self):
+        """The two-pass kinds' launches, made once per thread (their scratch is the
+        thread's): (launcher, scratch arrays after the inputs, whether the outputs follow,
+        ints) each."""
+        got = getattr(self._scratch, "passes", None)
+        if got is not None:
+            return got
+        ns, b, nk, nr = self.module(), self.body, self.nk, self.nr
+        n = nk * nr if b.full_outputs() else nk
+        if self.one_block:      # small: one launch of one block
+            rbs = [self.scratch(j, 1, nk, op.outputs[0].type.dtype.np)[1]
+                   for j, op in enumerate(b.reductions)]
+            got = [(_launcher(self, ns["one_block"], 1), rbs, True,
+                    (*self.domain, nk, nr, n))]
+        else:
+            target = codegen.max_blocks()
+            got, rbs = [], []
+            for j, op in enumerate(b.reductions):
+                nchunks, chunk = reduce.chunks(nr, nk, b.sequential(op), target,
+                                               self.columns)
+                part, rb = self.scratch(j, nchunks * nk, nk, op.outputs[0].type.dtype.np)
+                per_block = codegen.THREADS if self.columns else 1     # tasks per block
+                got.append((_launcher(self, ns[f"partials_{j}"],
+                                      codegen.blocks_for(nk * nchunks, per_block)),
+                            [*rbs, part, rb, self.counter(j)], False,
+                            (*self.domain, nk, nr, nchunks, chunk)))
+                rbs.append(rb)
+            got.append((_launcher(self, ns["final"], codegen.blocks_for(n)), rbs, True,
+                        (*self.domain, nk, nr, n)))
+        self._scratch.passes = got
+        return got
 
     def counter(self, j):
         """Reduction j's count of finished blocks (zero between launches: the last block
@@ -219,17 +252,23 @@ class GroupKernel:
         if plan.kind is None:
             assert not olds, "folding.py runs updates unfused where no kernel fits"
             return self.run_numpy(inputs, alloc)
-        ns = plan.module()
-        results = [alloc(k, s, v.type.dtype.np)
-                   for k, (s, v) in enumerate(zip(plan.out_shapes, self.group.outputs))]
-        news = [_new(0, a.shape, a.dtype) for a in olds]    # a variable's: never pooled
-        outs = [*results, *_updates(olds, news)]
+        allocs = plan.allocs
+        if allocs is None:
+            allocs = plan.allocs = [(k, s, v.type.dtype.np) for k, (s, v) in
+                                    enumerate(zip(plan.out_shapes, self.group.outputs))]
+        results = [alloc(k, s, d) for k, s, d in allocs]
+        if olds:
+            news = [_new(0, a.shape, a.dtype) for a in olds]    # a variable's: never pooled
+            outs = [*results, *_updates(olds, news)]
+        else:
+            news, outs = [], results
         one = plan.one_launch()
         if one is not None:
             one[0]([*inputs, *outs], one[1], one[2])
         else:
-            self._two_pass(plan, ns, inputs, outs)
-        return results + news
+            for launcher, mid, with_outs, ints in plan.passes():
+                launcher([*inputs, *mid, *outs] if with_outs else [*inputs, *mid], ints)
+        return results + news if news else results
 
     def one_launch(self, inputs):
         """For `inputs` of the shapes and contiguity of an earlier call whose plan is one
@@ -244,27 +283,6 @@ class GroupKernel:
             return None
         outs = [(s, v.type.dtype.np) for s, v in zip(plan.out_shapes, self.group.outputs)]
         return (plan, *one, outs)
-
-    def _two_pass(self, plan, ns, ins, outs):
-        b, nk, nr = plan.body, plan.nk, plan.nr
-        n = nk * nr if b.full_outputs() else nk
-        if plan.one_block:      # small: one launch of one block
-            rbs = [plan.scratch(j, 1, nk, op.outputs[0].type.dtype.np)[1]
-                   for j, op in enumerate(b.reductions)]
-            _launch(plan, ns["one_block"], 1, [*ins, *rbs, *outs], (*plan.domain, nk, nr, n))
-            return
-        target = codegen.max_blocks()
-        rbs = []
-        for j, op in enumerate(b.reductions):
-            nchunks, chunk = reduce.chunks(nr, nk, b.sequential(op), target, plan.columns)
-            part, rb = plan.scratch(j, nchunks * nk, nk, op.outputs[0].type.dtype.np)
-            per_block = codegen.THREADS if plan.columns else 1     # tasks per block
-            _launch(plan, ns[f"partials_{j}"], codegen.blocks_for(nk * nchunks, per_block),
-                    [*ins, *rbs, part, rb, plan.counter(j)],
-                    (*plan.domain, nk, nr, nchunks, chunk))
-            rbs.append(rb)
-        _launch(plan, ns["final"], codegen.blocks_for(n), [*ins, *rbs, *outs],
-                (*plan.domain, nk, nr, n))
 
     def run_numpy(self, inputs, alloc=None):
         """The group's numpy rules on host copies (located errors included), uploaded."""
@@ -325,12 +343,6 @@ def _new(k, shape, dtype):
 def _for_output(alloc, k):
     """`alloc` as device.to_device asks for a buffer (as output 0), for output k."""
     return lambda _, shape, dtype: alloc(k, shape, dtype)
-
-
-def _launch(plan, kernel, blocks, arrays, ints, threads=codegen.THREADS, flat=False):
-    """`kernel[blocks, threads]` on `arrays` (0-d ones as 1 element; with `flat`, all as
-    1-d) then `ints`, through the plan's launcher for that shape (launch.py)."""
-    _launcher(plan, kernel, blocks, threads)(arrays, ints, flat)
 
 
 def _launcher(plan, kernel, blocks, threads=codegen.THREADS):

@@ -73,7 +73,13 @@ def _out_of_memory(e):
 
 
 def _key(shape, dtype):
-    return tuple(shape), np.dtype(dtype).str, _stream_key()
+    s = _DTYPE_STR.get(dtype)
+    if s is None:
+        s = _DTYPE_STR[dtype] = np.dtype(dtype).str
+    return tuple(shape), s, _stream_key()
+
+
+_DTYPE_STR = {}         # dtype (or scalar type) -> its .str: a pool key per take and give
 
 
 class Pool:

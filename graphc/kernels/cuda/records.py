@@ -8,7 +8,8 @@ from . import availability
 
 class Stats:
     """What ran where, process-wide: `kernels` (group kernels and matmuls launched),
-    `fallbacks` (ops run by their numpy rule), `views`, `device_ops` (variable reads and
+    `fallbacks` (ops run by their numpy rule on host copies), `host_ops` (run-time shape
+    arithmetic: numpy rules on host shape vectors, host_shapes.py), `views`, `device_ops` (variable reads and
     updates, control flow on the device), `cpu_loops` (scalar-only cond/while run by the
     numba CPU loop kernel), `allocations` (new device arrays), `reuses` (buffers
     checked out of a plan's pool instead), `block_reuses` (new arrays on an idle
@@ -17,7 +18,7 @@ class Stats:
     cuBLAS or the tiled kernel). Host syncs are the copies to the host:
     `device.TRANSFERS.d2h`."""
 
-    FIELDS = ("kernels", "fallbacks", "views", "device_ops", "cpu_loops", "allocations",
+    FIELDS = ("kernels", "fallbacks", "host_ops", "views", "device_ops", "cpu_loops", "allocations",
               "reuses", "block_reuses", "launches")
 
     def __init__(self):
