@@ -128,6 +128,17 @@ def test_repeat_errors_as_tf():
         gc.repeat(gc.constant([1.0, 2.0]), [[2]], axis=0)
 
 
+def test_repeat_counts_of_another_length_known_at_run_time_raise():
+    # eagerly (and TF) 2 counts for 3 rows are an error; compiled with both lengths unknown
+    # they once repeated rows 0 and 1 and dropped row 2
+    f = gc.function(lambda x, r: gc.repeat(x, r, axis=0), input_signature=[
+        gc.TensorSpec([None, 2], gc.int32), gc.TensorSpec([None], gc.int32)])
+    m = i32([[1, 2], [3, 4], [5, 6]])
+    with pytest.raises(gc.errors.InvalidArgumentError):
+        f(m, i32([1, 2]))
+    np.testing.assert_array_equal(f(m, i32([2])).numpy(), np.repeat(m, 2, axis=0))
+
+
 # -- sequence_mask ----------------------------------------------------------------------
 def test_sequence_mask_as_tf():
     T, F = True, False

@@ -178,7 +178,9 @@ def repeat(input, repeats, axis=None, name=None):
         idx = constant(np.repeat(np.arange(d, dtype=np.int32), counts))
         return P["gather"](x, idx, axis=a)
     # as TF: a mask of count-many trues per slice, whose true positions name the slices
-    if r.ndim == 0 or r.shape[0] != d:
+    if r.ndim == 0 or r.shape[0] != d or d is None:
+        # a count per slice or one for all: broadcast_to checks it when the dims are known
+        # only at run time (unchecked, 2 counts for 3 slices repeated the first 2)
         r = P["broadcast_to"](P["reshape"](r, [-1]), [_dim(x, a)])
     from .selection import where_indices
     mask = sequence_mask(r, P["maximum"](P["reduce_max"](r), constant(0, r.dtype)))
