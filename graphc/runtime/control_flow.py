@@ -275,6 +275,11 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
     return nest.pack_as(out, [stop_gradient(x) if type(x) is Tensor else x for x in leaves])
 
 
+def _plain_value(x):
+    return is_number(x) or (isinstance(x, (np.ndarray, np.generic))
+                            and x.dtype.kind in "biuf")
+
+
 def _while_loop(cond, body, loop_vars, shape_invariants, maximum_iterations, _names,
                 converted=False):
     if not callable(cond) or not callable(body):
@@ -291,9 +296,10 @@ def _while_loop(cond, body, loop_vars, shape_invariants, maximum_iterations, _na
         shapes = lv.flatten_invariants([shape_invariants] if single else shape_invariants, vars_)
     g = current_graph()
     if g is None and not converted:
-        # as TF's eager while_loop (and the traced loop): Python numbers enter as tensors,
-        # so the result is tensors, e.g. while_loop(c, b, (0, 0.0)) gives int32/float32
-        vars_ = nest.pack_as(vars_, [convert_to_tensor(x) if is_number(x) else x
+        # as TF's eager while_loop (and the traced loop): Python numbers and numpy values
+        # enter as tensors, so the result is tensors, e.g. while_loop(c, b, (0, 0.0)) gives
+        # int32/float32 and (np.int64(0),) int64
+        vars_ = nest.pack_as(vars_, [convert_to_tensor(x) if _plain_value(x) else x
                                      for x in leaves])
     if g is None:
         return lv.eager_while(cond, body, loop_vars, vars_, single, shapes, maximum_iterations,

@@ -30,3 +30,16 @@ def test_eager_and_traced_while_loop_agree_on_python_numbers():
         assert isinstance(e, gc.Tensor) and e.dtype == t.dtype
         np.testing.assert_array_equal(e.numpy(), t.numpy())
     assert eager[0].numpy() == 3 and eager[1].numpy() == np.float32(1.5)
+
+
+def test_eager_while_loop_with_numpy_values_gives_tensors():
+    # TF 2.21: tf.while_loop(c, lambda i, x: (i + 1, x * 2), (np.int64(0), np.float64(1.5)))
+    # run eagerly gives (<tf.Tensor 3 int64>, <tf.Tensor 12.0 float64>), as graphc's traced
+    # loop; graphc's eager loop gave back numpy scalars
+    def loop():
+        return gc.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, x * 2),
+                             (np.int64(0), np.float64(1.5)))
+    for got in (loop(), gc.function(loop)()):
+        assert _value(got[0], gc.int64) == 3 and _value(got[1], gc.float64) == 12.0
+    v, = gc.while_loop(lambda v: v[0] < 2, lambda v: (v + 1,), (np.array([0, 5], np.int32),))
+    assert isinstance(v, gc.Tensor) and v.numpy().tolist() == [2, 7]

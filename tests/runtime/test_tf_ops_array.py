@@ -60,6 +60,16 @@ def test_roll_with_run_time_shift_and_dims():
         agree(lambda v, k: gc.roll(v, k, 0), np.roll(x, s), x, np.int32(s), signature=sig)
 
 
+def test_roll_takes_shifts_as_int32_known_or_not():
+    # TF 2.21: an int64 shift 2**40 + 1 rolls range(5) by 1 (its int32 value), 2**32 + 2 by 2
+    r5 = np.arange(5, dtype=np.int32)
+    sig = [gc.TensorSpec([None], gc.int32), gc.TensorSpec([], gc.int64)]
+    for s, want in ((2**40 + 1, [4, 0, 1, 2, 3]), (2**32 + 2, [3, 4, 0, 1, 2]),
+                    (-2**40 - 1, [1, 2, 3, 4, 0])):
+        agree(lambda v, k: gc.roll(v, k, 0), i32(want), r5, np.int64(s), signature=sig)
+        agree(lambda v: gc.roll(v, s, 0), i32(want), r5)
+
+
 def test_roll_gradient_as_tf():
     # TF: d sum(roll(x, [1, -1], [0, 1]) * [[1, 2, 3], [4, 5, 6]]) / dx
     tf_grad_agrees(lambda x: gc.roll(x, [1, -1], [0, 1]), E[:2], [[6, 4, 5], [3, 1, 2]], [2, 3])
@@ -116,6 +126,17 @@ def test_repeat_errors_as_tf():
         gc.repeat(gc.constant([[1, 2], [3, 4]]), [1, 2, 3], axis=0)
     with pytest.raises(ValueError, match="must have rank at most 1"):
         gc.repeat(gc.constant([1.0, 2.0]), [[2]], axis=0)
+
+
+def test_repeat_counts_of_another_length_known_at_run_time_raise():
+    # eagerly (and TF) 2 counts for 3 rows are an error; compiled with both lengths unknown
+    # they once repeated rows 0 and 1 and dropped row 2
+    f = gc.function(lambda x, r: gc.repeat(x, r, axis=0), input_signature=[
+        gc.TensorSpec([None, 2], gc.int32), gc.TensorSpec([None], gc.int32)])
+    m = i32([[1, 2], [3, 4], [5, 6]])
+    with pytest.raises(gc.errors.InvalidArgumentError):
+        f(m, i32([1, 2]))
+    np.testing.assert_array_equal(f(m, i32([2])).numpy(), np.repeat(m, 2, axis=0))
 
 
 # -- sequence_mask ----------------------------------------------------------------------

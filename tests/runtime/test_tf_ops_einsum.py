@@ -51,6 +51,36 @@ def test_einsum_with_unknown_dims():
           signature=[gc.TensorSpec([None, None])])
 
 
+def test_einsum_ellipsis_broadcast_with_unknown_dims():
+    # eagerly [2, 1, 3] and [4, 3] broadcast their ellipsis dims to [2, 4] (TF and numpy);
+    # compiled with those dims unknown, the matmul batch dims broadcast the same way
+    r = np.random.default_rng(2)
+    a, b = r.standard_normal((2, 1, 3)).astype(np.float32), \
+        r.standard_normal((4, 3)).astype(np.float32)
+    for eq, want in (("...i,...i->...", np.einsum("...i,...i->...", a, b)),
+                     ("...ij,...jk->...ik", np.einsum("...ij,...jk->...ik", a, b.T))):
+        bb = b if eq.startswith("...i,") else b.T
+        agree(lambda x, y: gc.einsum(eq, x, y), want, a, bb, rtol=1e-5, atol=1e-6,
+              signature=[gc.TensorSpec([None, None, None]), gc.TensorSpec([None, None])])
+
+
+def test_einsum_unequal_label_dims_known_at_run_time_raise():
+    # eagerly a ValueError (TF: "Expected dimension 3 ... but got dimension 2"); compiled
+    # with unknown dims, b of 3 and 2 (j of 2 and 3: equal element counts) once reshaped
+    # silently into a [3, 2, 4] result
+    a, b = np.ones((3, 2, 2), np.float32), np.ones((2, 3, 4), np.float32)
+    with pytest.raises(ValueError, match="label 'b'"):
+        gc.einsum("bij,bjk->bik", a, b)
+    f = gc.function(lambda x, y: gc.einsum("bij,bjk->bik", x, y),
+                    input_signature=[gc.TensorSpec([None, None, None])] * 2)
+    with pytest.raises(gc.errors.InvalidArgumentError, match="label 'b' must have one size"):
+        f(a, b)
+    with pytest.raises(gc.errors.InvalidArgumentError, match="label 'b'"):
+        f(np.ones((1, 2, 3), np.float32), np.ones((4, 3, 2), np.float32))   # no broadcast
+    np.testing.assert_allclose(f(a, np.ones((3, 2, 4), np.float32)).numpy(),
+                               np.full((3, 2, 4), 2, np.float32))
+
+
 @pytest.mark.parametrize("eq, shapes, k", [
     ("ij,jk->ik", [(2, 3), (3, 4)], 0), ("ij,jk->ik", [(2, 3), (3, 4)], 1),
     ("ii->i", [(3, 3)], 0), ("bij,bkj->bik", [(2, 2, 3), (2, 4, 3)], 1),

@@ -21,6 +21,9 @@ def test_sorted_segments_as_tf():
     agree(lambda d, i: M.segment_sum(d, i), i32([3, 3]), i32([1, 2, 3]), i32([0, 0, 1]))
     # TF: integer means truncate toward zero: [-1, -2] -> -1
     agree(lambda d, i: M.segment_mean(d, i), i32([-1, 4]), i32([-1, -2, 4]), i32([0, 0, 1]))
+    # TF: a segment summing to INT_MIN (no wrap) halves to -2**30 (|INT_MIN| wraps in int32)
+    agree(lambda d, i: M.segment_mean(d, i), i32([-2**30, -2]), i32([-2**30, -2**30, -3, -2]),
+          i32([0, 0, 1, 1]))
     agree(lambda d, i: M.segment_sum(d, i), np.zeros([0, 2], np.float32),
           np.zeros([0, 2], np.float32), np.zeros([0], np.int64))
 

@@ -91,13 +91,14 @@ def roll(input, shift, axis, name=None):
         if not -x.ndim <= a < x.ndim:
             raise ValueError(f"roll: axis {a} is out of range for a tensor of rank {x.ndim}")
         a %= x.ndim
+        # TF's Roll takes each shift as an int32 (2**32 + 2 shifts by 2), known or not
         if isinstance(s, numbers.Integral) and not isinstance(s, bool):
-            s = int(s)
+            s = _int32(s)
         else:
             s = convert_to_tensor(s)
             check_kind("roll", s.type, INTEGER, "shift")
             known = static_value(s) if s.ndim == 0 else None
-            s = int(known) if known is not None else s
+            s = _int32(known) if known is not None else P["cast"](s, _dt.int32)
         if a not in total:
             total[a] = s
         elif isinstance(s, int) and isinstance(total[a], int):
@@ -115,10 +116,13 @@ def roll(input, shift, axis, name=None):
                              getitem(x, head + (slice(0, k),))], a)
         else:                              # shift or dim known only at run time: a gather
             n = _dim(x, a)
-            s = P["cast"](s, _dt.int32) if not isinstance(s, int) else s
             idx = P["mod"](P["subtract"](P["range"](n), s), P["maximum"](n, 1))
             x = P["gather"](x, idx, axis=a)
     return x
+
+
+def _int32(s):
+    return (int(s) + 2**31) % 2**32 - 2**31
 
 
 # -- sequence_mask ----------------------------------------------------------------------
@@ -174,7 +178,9 @@ def repeat(input, repeats, axis=None, name=None):
         idx = constant(np.repeat(np.arange(d, dtype=np.int32), counts))
         return P["gather"](x, idx, axis=a)
     # as TF: a mask of count-many trues per slice, whose true positions name the slices
-    if r.ndim == 0 or r.shape[0] != d:
+    if r.ndim == 0 or r.shape[0] != d or d is None:
+        # a count per slice or one for all: broadcast_to checks it when the dims are known
+        # only at run time (unchecked, 2 counts for 3 slices repeated the first 2)
         r = P["broadcast_to"](P["reshape"](r, [-1]), [_dim(x, a)])
     from .selection import where_indices
     mask = sequence_mask(r, P["maximum"](P["reduce_max"](r), constant(0, r.dtype)))

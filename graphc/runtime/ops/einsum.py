@@ -8,7 +8,7 @@ summed] by [batch, summed, kept-right]; the last result is summed and transposed
 output's order. '...' stands for broadcast dims (right-aligned, size 1 broadcasts). Without
 '->', the output is the ellipsis dims, then the labels that appear once, alphabetically.
 """
-from ..context import composite_errors
+from ..context import composite_errors, current_graph
 from ..dispatch import convert_to_tensor
 from ..tensor import OPS as P
 from ._rules import NUMERIC, _dims, check_kind
@@ -102,13 +102,15 @@ def _contract(a, la, b, lb, needed):
                          + [_dim(b, len(batch) + i) for i in range(len(right))])
         return P["multiply"](a, b), batch + left + right
     nb = len(batch)
-    bd = [_dim(a, i) for i in range(nb)]
     ld = [_dim(a, nb + i) for i in range(len(left))]
     sd = [_dim(a, nb + len(left) + i) for i in range(len(summed))]
     rd = [_dim(b, nb + len(summed) + i) for i in range(len(right))]
-    a = P["reshape"](a, bd + [_prod(ld), _prod(sd)])
-    b = P["reshape"](b, bd + [_prod(sd), _prod(rd)])
-    out = P["reshape"](P["matmul"](a, b), bd + ld + rd)
+    # each side keeps its own batch dims: an ellipsis dim known only at run time may be 1
+    # on one side, which matmul broadcasts (letters' dims are equal: _check_run_time_sizes)
+    a = P["reshape"](a, [_dim(a, i) for i in range(nb)] + [_prod(ld), _prod(sd)])
+    b = P["reshape"](b, [_dim(b, i) for i in range(nb)] + [_prod(sd), _prod(rd)])
+    out = P["matmul"](a, b)
+    out = P["reshape"](out, [_dim(out, i) for i in range(nb)] + ld + rd)
     return out, batch + left + right
 
 
@@ -127,6 +129,29 @@ def _check_sizes(eq, xs, labels):
                                  f"shaped {_dims(x.shape)} but got dimension {d})")
             if s not in seen or seen[s][0] == 1:
                 seen[s] = (d, k)
+
+
+def _check_run_time_sizes(eq, xs, labels):
+    """While tracing, a letter whose dims are not all known gets a run-time check that they
+    are equal (eagerly `_check_sizes` saw them all): the reshapes and matmuls alone would
+    broadcast a 1 or accept equal products of unequal dims, a silently different answer."""
+    if current_graph() is None:
+        return
+    from ...debugging import assert_equal
+    places = {}
+    for k, (x, ls) in enumerate(zip(xs, labels)):
+        for i, s in enumerate(ls):
+            if isinstance(s, str):
+                places.setdefault(s, []).append((k, i))
+    for s, at in places.items():
+        if len(at) < 2 or all(xs[k].shape[i] is not None for k, i in at):
+            continue
+        k0, i0 = at[0]
+        for k, i in at[1:]:
+            assert_equal(P["shape"](xs[k0])[i0], P["shape"](xs[k])[i],
+                         message=f"einsum {eq!r}: label {s!r} must have one size, but it is "
+                                 f"axis {i0} of input {k0} and axis {i} of input {k} (TF: "
+                                 "Expected dimension ... but got dimension ...).")
 
 
 @composite_errors("einsum")
@@ -171,6 +196,7 @@ def einsum(equation, *inputs, **kwargs):
             raise ValueError(f"Output subscripts contain the label {s} not present in the "
                              "input subscripts.")
     _check_sizes(eq, xs, labels)
+    _check_run_time_sizes(eq, xs, labels)
     ops = []
     for k, (x, ls) in enumerate(zip(xs, labels)):
         x, ls = _diagonal(x, ls)

@@ -79,8 +79,9 @@ def _impl(data, ids, *num, reduce, sorted, n=None):
         size = np.maximum(size, 1).astype(data.dtype)
         if data.dtype.kind == "f":
             out = out / size
-        else:                                # C++ integer division: toward zero
-            out = (np.sign(out) * (np.abs(out) // size)).astype(data.dtype)
+        else:          # C++ integer division: toward zero (abs of INT_MIN would wrap)
+            q = out // size
+            out = np.where((out < 0) & (q * size != out), q + 1, q).astype(data.dtype)
     return out
 
 
