@@ -130,14 +130,29 @@ def _accepts(group, op, levels):
     return _level(group, op.outputs[0].type.shape) is not None
 
 
-def _no_cycle(group, op, anc_of, find):
-    for v in op.inputs:
-        if id(v) not in group.values and group.id in {find(a) for a in anc_of.get(id(v), ())}:
-            return False
-    return True
+def _depends_on(v, gid, anc_of, find, by_id):
+    """Does value `v` come after group `gid` runs? Its recorded ancestors, and theirs through
+    each group's `anc`: a group's own set grows when ops join it later, while the sets
+    recorded for values it produced earlier do not (a value of group T made before T took an
+    op that reads group G still runs after G)."""
+    seen, stack = set(), [find(a) for a in anc_of.get(id(v), ())]
+    while stack:
+        g = stack.pop()
+        if g == gid:
+            return True
+        if g in seen:
+            continue
+        seen.add(g)
+        stack.extend(find(a) for a in by_id[g].anc)
+    return False
 
 
-def _mergeable(a, b, anc_of, find):
+def _no_cycle(group, op, anc_of, find, by_id):
+    return not any(id(v) not in group.values and _depends_on(v, group.id, anc_of, find, by_id)
+                   for v in op.inputs)
+
+
+def _mergeable(a, b, anc_of, find, by_id):
     """Can groups a and b become one kernel? Same domain, compatible reductions, no cycle."""
     if a.rank != b.rank or a.domain != b.domain or None in a.domain:
         return False
@@ -148,7 +163,7 @@ def _mergeable(a, b, anc_of, find):
             for v in op.inputs:
                 if id(v) in y.values or id(v) in x.values:
                     continue
-                if x.id in {find(g) for g in anc_of.get(id(v), ())}:
+                if _depends_on(v, x.id, anc_of, find, by_id):
                     return False
     return True
 
@@ -188,18 +203,18 @@ def fuse(graph: Graph):
                     cands.append(g)
             cands.sort(key=lambda g: -g.id)
             for g in cands:
-                if _accepts(g, op, levels) and _no_cycle(g, op, anc_of, find):
+                if _accepts(g, op, levels) and _no_cycle(g, op, anc_of, find, by_id):
                     target = g
                     break
             if target is not None:
                 for other in cands:
-                    if other is not target and _mergeable(target, other, anc_of, find):
+                    if other is not target and _mergeable(target, other, anc_of, find, by_id):
                         _merge(target, other, pos)
                         alias[other.id] = target.id
                         groups.remove(other)
                         for o in other.ops:
                             owner[id(o)] = target
-                if not (_accepts(target, op, levels) and _no_cycle(target, op, anc_of, find)):
+                if not (_accepts(target, op, levels) and _no_cycle(target, op, anc_of, find, by_id)):
                     target = None
             if target is None:
                 target = _new_group(len(by_id), op)

@@ -210,3 +210,24 @@ def test_kernels_use_512_bit_vectors_on_avx512_cpus(tmp_path, monkeypatch, numba
                for k in r.used.values()]
     ir = "".join(kern.serial.inspect_llvm().values())
     assert "<16 x float>" in ir and '"prefer-vector-width"="512"' in ir
+
+
+def test_no_cycle_through_a_group_that_grew_after_its_value_was_made(numba_forced):
+    # fuzz seed 1140: the gradient of where(x0 < x1, x1, where(0.5 < x1, x1, 0.5)) over
+    # [N, 1] x [N] -> [N, N]. A value a group made before it took an op reading another group
+    # G kept its old ancestor set, so an op reading that value joined G: "fusion produced a
+    # dependency cycle" at trace time (default settings from N = 400; forced kernels, N = 1)
+    x0 = gc.constant(np.linspace(-1, 1, 5, dtype=np.float32).reshape(5, 1))
+    x1 = gc.constant(np.linspace(-2, 2, 5, dtype=np.float32))
+
+    def program(x0, x1):
+        with gc.GradientTape() as tape:
+            tape.watch(x1)
+            v5 = gc.where(x0 < x1, x1, gc.where(0.5 < x1, x1, 0.5))
+            loss = gc.reduce_mean(v5)
+        return v5, tape.gradient(loss, x1)
+    want = program(x0, x1)
+    with numba_forced.expect(kernels=True):
+        got = gc.function(program, backend="numba", autograph=False)(x0, x1)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
