@@ -4,13 +4,15 @@ backend and on numba with kernels forced, in a child process under a timeout, so
 compile hang is reported as `hang`, not a stall.
 
     python tools/fuzz_kernels.py --seeds 0:300 --timeout 60 [--log run.jsonl]
-    python tools/fuzz_kernels.py --seeds 799 --timeout 60   # one seed again
+    python tools/fuzz_kernels.py --seeds 1118,1140 --timeout 60   # some seeds again
     python tools/fuzz_kernels.py --show 17                  # its standalone reproducer
     python tools/fuzz_kernels.py --shrink 17 --timeout 30 --out /tmp/repro.py
 
 --shrink reduces a program to a small one that fails the same way (hang, or a mismatch on
 the same backends): it drops outputs, gradients and statements, bypasses statements by one
-of their operands and shrinks the dims n, k, m. Exit status 1 when any program failed.
+of their operands and shrinks the dims n, k, m; a shrunk `hang` is a program that did not
+return within --timeout (check its time with a longer one: it may be a slow compile).
+Exit status 1 when any program failed (hang, mismatch, crash, or slow past --slow).
 """
 import argparse
 import json
@@ -98,6 +100,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", default="0:50", help="A:B, or a list: 1,5,10:20")
     ap.add_argument("--timeout", type=float, default=60, help="seconds per program")
+    ap.add_argument("--slow", type=float, default=15,
+                    help="report a program whose numba call took longer (s) as `slow` (a "
+                         "compile blowup of the hang class: a tiny one compiles in ~1-3 s)")
     ap.add_argument("--log", help="append one JSON line per program")
     ap.add_argument("--show", type=int, help="print the reproducer of one seed")
     ap.add_argument("--shrink", type=int, help="shrink one failing seed")
@@ -118,6 +123,8 @@ def main():
     counts, failed, t0 = {}, [], time.time()
 
     def report(res):
+        if res["status"] == "ok" and res.get("numba_s", 0) > a.slow:
+            res["status"] = "slow"
         counts[res["status"]] = counts.get(res["status"], 0) + 1
         if res["status"] != "ok":
             failed.append(res["seed"])
