@@ -208,9 +208,10 @@ def _empty(op, lst, element_shape, drop_first):
         # [0, *traced shape] here: eager and compiled would differ, so this raises instead.
         if element_shape != () or drop_first:
             raise InvalidArgumentError(
-                f"{op}: the TensorArray is empty and no element_shape was given: eagerly its "
-                f"stack() is an empty vector (shape [0], as TF's eager TensorArray), but its "
-                f"elements here have shape {dims_text(element_shape)}; pass "
+                f"{op}: the TensorArray is empty and no element_shape was given: eagerly "
+                + ("its concat() fails (no element shape, as in TF)" if drop_first else
+                   "its stack() is an empty vector (shape [0], as TF's eager TensorArray)")
+                + f", but its elements here have shape {dims_text(element_shape)}; pass "
                 f"element_shape={list(element_shape)} to gc.TensorArray")
         es = ()
     if es is None or None in es:

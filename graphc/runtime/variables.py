@@ -169,6 +169,17 @@ class Variable:
         for hook in context.creation_hooks():     # this thread's traces under way
             hook(self)
 
+    def __copy__(self):
+        return self         # TF: copy.copy of a variable is the variable itself
+
+    def __deepcopy__(self, memo):
+        """A new variable with a copy of the value, this one's name and trainability (TF's
+        deepcopy; a gc.Module deep-copied gets new variables this way)."""
+        new = Variable(np.array(self.numpy()), dtype=self.dtype, trainable=self.trainable)
+        new._given_name = self._given_name
+        memo[id(self)] = new
+        return new
+
     def _meta(self):
         """The live array (host or device) for its dtype and shape, without copying."""
         v = self.__dict__.get("_value")

@@ -112,6 +112,10 @@ register("gather_nd", _gather_infer, _gather_impl, kind=OPAQUE,
 # -- scatter_nd: zeros of `shape` plus the updates (duplicates add) ----------------------
 def _scatter_check(op, idx, upd, shape, b):
     k = _depth(op, idx)
+    if k == 0:      # TF 2.21 supports index depths from 1 only: InvalidArgumentError (a
+        # ValueError here too), even with no updates
+        raise InvalidArgumentError(f"{op}: indices {idx} have index depth 0 (their last dim): "
+                                   "each index must name at least the first dim's position")
     if k > len(shape) - b:
         raise ValueError(f"{op}: the index depth {k} (indices {idx}) is more than the rank "
                          f"{len(shape)} of the shape {_dims(shape)}")
