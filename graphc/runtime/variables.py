@@ -174,9 +174,15 @@ class Variable:
 
     def __deepcopy__(self, memo):
         """A new variable with a copy of the value, this one's name and trainability (TF's
-        deepcopy; a gc.Module deep-copied gets new variables this way)."""
+        deepcopy; a gc.Module deep-copied gets new variables this way). Eager only, as TF."""
+        if context.current_graph() is not None:     # TF 2.21 raises NotImplementedError too
+            raise NotImplementedError(
+                f"copy.deepcopy of Variable '{self._name}' while tracing: __deepcopy__() is "
+                "only available eagerly (as in TF); copy it outside the compiled function")
         new = Variable(np.array(self.numpy()), dtype=self.dtype, trainable=self.trainable)
         new._given_name = self._given_name
+        if self._name != f"Variable_{self._number}":
+            new._name = self._name          # a name the user gave stays in messages
         memo[id(self)] = new
         return new
 

@@ -31,6 +31,25 @@ def test_deepcopy_of_a_module_copies_its_variables():
     assert m2.trainable_variables[0] is m2.w
 
 
+def test_deepcopy_keeps_shared_variables_shared_and_is_eager_only_as_tf():
+    class M(gc.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = gc.Variable(3.0, name="w")
+            self.alias = self.w
+    m2 = copy.deepcopy(M())
+    assert m2.alias is m2.w and len(m2.trainable_variables) == 1      # TF: the same, 1
+    v = gc.Variable([1.0, 2.0])
+
+    @gc.function
+    def f():
+        return copy.deepcopy(v)
+    # TF 2.21: NotImplementedError "__deepcopy__() is only available when eager execution
+    # is enabled"
+    with pytest.raises(NotImplementedError, match="only available eagerly"):
+        f()
+
+
 @pytest.mark.parametrize("call", [
     lambda i, u: gc.scatter_nd(i, u, [3]),
     lambda i, u: gc.tensor_scatter_nd_update(gc.zeros([3]), i, u),

@@ -42,9 +42,13 @@ def test_unsorted_segments_as_tf():
                                                            [LOW, LOW]]), D, i32([2, 0, 2, -1]))
     agree(lambda d, i: M.unsorted_segment_max(d, i, 3),
           i32([5, np.iinfo(np.int32).min, 3]), i32([1, 5, 3]), i32([0, 0, 2]))
-    # TF: NaN never wins a max
+    # graphc's rule: NaN never wins a max, in any order (numpy's fmax); a NaN-only segment
+    # holds LOW. TF 2.21 agrees for [nan, 1, 3] but is order-dependent: [2, nan] -> nan,
+    # [nan] -> nan (not copied; docs/tensorflow.md, "Different on purpose")
     agree(lambda d, i: M.unsorted_segment_max(d, i, 1), f32([3]), f32([np.nan, 1, 3]),
           i32([0, 0, 0]))
+    agree(lambda d, i: M.unsorted_segment_max(d, i, 3), f32([2, 2, LOW]),
+          f32([2, np.nan, np.nan, 2, np.nan]), i32([0, 0, 1, 1, 2]))
     # TF: ids of rank 2 cover data's first two dims
     agree(lambda d, i: M.unsorted_segment_sum(d, i, 3), f32([20, 5, 11]), D,
           i32([[0, 1], [1, 0], [2, 2], [0, 0]]))

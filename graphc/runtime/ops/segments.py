@@ -4,9 +4,10 @@ order, `num_segments` given; a negative id drops its row).
 
 One primitive, `segment_reduce`, run on its numpy rule on every backend: data of shape
 ids.shape + T gives [num_segments] + T. Empty segments hold 0 (sum, mean) or the dtype's
-lowest value (max: -FLT_MAX for float32, INT_MIN for int32, as TF). max skips NaN
-(numpy's fmax), on every path; a segment of NaNs alone holds the lowest value. TF 2.21 is
-order-dependent there ([nan, 1.] -> 1., but [2., nan] -> nan): not copied. Integer means truncate toward zero, as TF's C++ division.
+lowest value (max: -FLT_MAX for float32, INT_MIN for int32, as TF). max skips NaN in any
+order (numpy's fmax), eagerly and compiled on every backend; a segment of NaNs alone holds
+the lowest value. TF 2.21 is order-dependent there ([nan, 1.] -> 1., but [2., nan] -> nan,
+[nan] -> nan): not copied. Integer means truncate toward zero, as TF's C++ division.
 Gradients are TF's: sum gathers the gradient back to each row (none for a dropped row), mean
 divides it by the segment's size, max gives it to the rows equal to their segment's max,
 shared equally among ties.
