@@ -28,15 +28,15 @@ def hoist_invariants(lines):
     """`lines` (one function body, four-space indents) with loop-invariant value lines
     moved in front of their loops, innermost loops first, so a value can move out of
     several levels."""
-    return _block([(_indent(ln), ln.strip()) for ln in lines if ln.strip()], 0)
+    return _block([(_indent(ln), ln.strip()) for ln in lines if ln.strip()])
 
 
 def _indent(line):
     return (len(line) - len(line.lstrip(" "))) // 4
 
 
-def _block(items, depth):
-    """Rendered lines of `items` (indent, text) at `depth`, loops processed recursively."""
+def _block(items):
+    """Rendered lines of `items` (indent, text), loops processed recursively."""
     out, k = [], 0
     while k < len(items):
         ind, text = items[k]
@@ -45,14 +45,14 @@ def _block(items, depth):
             end += 1
         loop = _FOR.match(text)
         if loop and text.endswith(":"):
-            body = _block(items[k + 1:end], ind + 1)
+            body = _block(items[k + 1:end])
             moved, kept = _split(loop.group(1), body, ind + 1)
             out += ["    " * ind + ln for ln in moved]
             out.append("    " * ind + text)
             out += kept
         else:
             out.append("    " * ind + text)
-            out += _block(items[k + 1:end], ind + 1)
+            out += _block(items[k + 1:end])
         k = end
     return out
 
